@@ -1,0 +1,44 @@
+"""Domain errors. The library raises these; only ``engram_cli.cli`` turns them into exit codes."""
+
+from __future__ import annotations
+
+
+class EngramError(Exception):
+    """Base class: a problem the user can act on. ``hint`` says what to do next."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class UsageError(EngramError):
+    """The call itself is wrong (bad flag value, conflicting options)."""
+
+    exit_code = 2
+
+
+class InvalidInput(EngramError):
+    """A value given to the engine is not acceptable (empty text, bad type, out of range)."""
+
+
+class NotFound(EngramError):
+    """No memory (or other object) matches the given id or prefix."""
+
+
+class AmbiguousId(EngramError):
+    """An id prefix matches more than one memory."""
+
+
+class StoreError(EngramError):
+    """The database cannot be opened, created, migrated or written."""
+
+
+class ModelError(EngramError):
+    """An embedding model is missing, corrupt or cannot be loaded."""
+
+
+class ConflictError(EngramError):
+    """A concurrent writer changed a memory and retries were exhausted."""
