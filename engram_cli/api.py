@@ -1,0 +1,229 @@
+"""The Python API: ``from engram_cli import Engram``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from engram_cli import config as configmod
+from engram_cli.errors import InvalidInput
+from engram_cli.memory import manage, remember
+from engram_cli.memory.model import AddResult, Event, Memory
+from engram_cli.memory.recall import Filters, Hit, RecallSettings, recall
+from engram_cli.store import connect
+from engram_cli.store.db import Store
+
+ACTIVE_MODEL_KEY = "active_model"
+ADD_BATCH = 64
+
+
+class Engram:
+    """An open memory store.
+
+    >>> with Engram.open() as mem:
+    ...     mem.add("Deploys go through `make release`", tags=["ops"])
+    ...     hits = mem.recall("how do we deploy?")
+    """
+
+    def __init__(self, store: Store, cfg: configmod.Config) -> None:
+        self.store = store
+        self.config = cfg
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        config: configmod.Config | None = None,
+        paths: configmod.Paths | None = None,
+    ) -> Engram:
+        """Open the database at ``path`` (default: ENGRAM_DB, ENGRAM_HOME or the user data dir)."""
+        paths = paths or configmod.Paths.resolve(path)
+        cfg = config or configmod.load(paths)
+        store = connect(
+            paths.db,
+            create_dirs=paths.db_is_default,
+            busy_timeout_ms=int(cfg.get("store.busy_timeout_ms")),
+        )
+        return cls(store, cfg)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Engram:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    @property
+    def path(self) -> Path:
+        return self.store.path
+
+    # -- models ----------------------------------------------------------------------
+
+    @property
+    def active_model(self) -> str:
+        """The model new vectors are made with: the database's own record, else the config."""
+        return self.store.setting(ACTIVE_MODEL_KEY) or str(self.config.get("model"))
+
+    def _embedder(self, model_id: str) -> Any:
+        from engram_cli.embed import load_embedder
+
+        return load_embedder(model_id)
+
+    def merge_policy(self, no_merge: bool = False) -> remember.MergePolicy:
+        threshold = self.config.get("merge.threshold")
+        if threshold is None:
+            from engram_cli.embed import load_manifest
+
+            threshold = load_manifest(self.active_model).merge_threshold
+        return remember.MergePolicy(
+            enabled=bool(self.config.get("merge.enabled")) and not no_merge,
+            threshold=float(threshold if threshold is not None else 0.92),
+        )
+
+    def _writer(self, no_merge: bool) -> remember.Writer:
+        model_id = self.active_model
+        embedder = self._embedder(model_id)
+        if self.store.setting(ACTIVE_MODEL_KEY) is None:
+            self.store.set_setting(ACTIVE_MODEL_KEY, model_id)
+
+        def embed(texts: Sequence[str]) -> np.ndarray:
+            return np.asarray(embedder.embed_batch(list(texts), kind="passage"), dtype=np.float32)
+
+        return remember.Writer(self.store, model_id, int(embedder.dim), embed, self.merge_policy(no_merge))
+
+    # -- verbs -----------------------------------------------------------------------
+
+    def _prepare(self, fields: Mapping[str, Any]) -> remember.NewMemory:
+        return remember.prepare(
+            fields, namespace=str(self.config.get("namespace")), agent=str(self.config.get("agent"))
+        )
+
+    def add(self, content: str, *, no_merge: bool = False, **fields: Any) -> AddResult:
+        """Remember one text. Returns what happened (created, merged, duplicate) and the memory."""
+        item = self._prepare({"content": content, **fields})
+        return self._writer(no_merge).write_batch([item])[0]
+
+    def add_many(
+        self, items: Iterable[Mapping[str, Any]], *, no_merge: bool = False, batch_size: int = ADD_BATCH
+    ) -> list[AddResult]:
+        """Remember many texts: embedded in batches, one transaction per batch.
+
+        Every item of a batch is validated before the batch writes anything.
+        """
+        if batch_size < 1:
+            raise InvalidInput("batch_size must be at least 1")
+        writer: remember.Writer | None = None
+        results: list[AddResult] = []
+        offset = 0
+        for batch in remember.chunked(items, batch_size):
+            prepared = []
+            for index, fields in enumerate(batch, start=offset):
+                if not isinstance(fields, Mapping):
+                    raise InvalidInput(f"item {index}: expected an object with a 'content' field")
+                try:
+                    prepared.append(self._prepare(fields))
+                except InvalidInput as exc:
+                    raise InvalidInput(f"item {index}: {exc.message}", hint=exc.hint) from exc
+            offset += len(batch)
+            writer = writer or self._writer(no_merge)
+            results.extend(writer.write_batch(prepared))
+        return results
+
+    def filters(
+        self,
+        *,
+        namespace: str | Sequence[str] | None = None,
+        all_namespaces: bool = False,
+        agent: str | None = None,
+        type: str | Sequence[str] | None = None,  # noqa: A002 - the JSON field name
+        tags: Sequence[str] | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        accessed_since: str | None = None,
+        accessed_until: str | None = None,
+        status: str | Sequence[str] | None = None,
+        include_archived: bool = False,
+        include_superseded: bool = False,
+        embedding_model: str | None = None,
+        session: str | None = None,
+    ) -> Filters:
+        """Build Filters with this store's defaults (the configured namespace unless told otherwise)."""
+        if all_namespaces:
+            namespaces = None
+        elif namespace is None:
+            namespaces = [str(self.config.get("namespace"))]
+        else:
+            namespaces = [namespace] if isinstance(namespace, str) else list(namespace)
+        statuses = [status] if isinstance(status, str) else list(status or ["active"])
+        if include_archived and "archived" not in statuses:
+            statuses.append("archived")
+        if include_superseded and "superseded" not in statuses:
+            statuses.append("superseded")
+        return Filters(
+            namespaces=namespaces,
+            agent=agent,
+            types=[type] if isinstance(type, str) else list(type or []),
+            tags=list(tags or []),
+            since=since,
+            until=until,
+            accessed_since=accessed_since,
+            accessed_until=accessed_until,
+            statuses=statuses,
+            embedding_model=embedding_model,
+            session=session,
+        )
+
+    def recall(
+        self, query: str, k: int | None = None, namespace: str | Sequence[str] | None = None, *,
+        bump: bool | None = None, **filters: Any,
+    ) -> list[Hit]:  # fmt: skip
+        """The best memories for ``query``: filtered first, then ranked by relevance x importance x decay."""
+        flt = filters.pop("filters", None) or self.filters(namespace=namespace, **filters)
+        cfg = self.config
+
+        def embed_query(model_id: str, text: str) -> np.ndarray:
+            return np.asarray(self._embedder(model_id).embed_batch([text], kind="query")[0], dtype=np.float32)
+
+        return recall(
+            self.store,
+            query,
+            k=int(k if k is not None else cfg.get("recall.k")),
+            filters=flt,
+            embed_query=embed_query,
+            settings=RecallSettings(
+                candidates=int(cfg.get("recall.candidates")),
+                rrf_k=int(cfg.get("recall.rrf_k")),
+                vector_weight=float(cfg.get("recall.vector_weight")),
+                keyword_weight=float(cfg.get("recall.keyword_weight")),
+            ),
+            bump=bool(cfg.get("recall.bump")) if bump is None else bump,
+        )
+
+    def get(self, ref: str) -> Memory:
+        """One memory by id or unique id prefix, with tags and sources."""
+        return manage.get(self.store, ref)
+
+    def history(self, ref: str) -> tuple[Memory, list[Event]]:
+        return manage.history(self.store, ref)
+
+    def list(self, *, limit: int = 20, offset: int = 0, **filters: Any) -> list[Memory]:
+        """Memories, newest first."""
+        flt = filters.pop("filters", None) or self.filters(**filters)
+        return manage.list_memories(self.store, flt, limit=limit, offset=offset)
+
+    def forget(self, ref: str | Sequence[str], *, hard: bool = False) -> list[manage.ForgetResult]:
+        """Archive (default) or purge (``hard=True``) memories."""
+        refs = [ref] if isinstance(ref, str) else list(ref)
+        return manage.forget(self.store, refs, hard=hard)

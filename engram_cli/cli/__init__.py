@@ -1,0 +1,80 @@
+"""The `engram` command: a thin skin over the engine. Each module is one command group."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from engram_cli import __version__
+from engram_cli.errors import EngramError
+
+
+class _Group(TyperGroup):
+    """Maps domain errors to `Error: …` on stderr and an exit code, for every command."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except EngramError as exc:
+            from engram_cli import render
+
+            render.error(exc)
+            raise click.exceptions.Exit(exc.exit_code) from exc
+        except KeyboardInterrupt:
+            click.echo("Interrupted; nothing half-written was kept.", err=True)
+            raise click.exceptions.Exit(130) from None
+
+
+app = typer.Typer(
+    cls=_Group,
+    name="engram",
+    help="Local-first long-term memory for developers and their AI agents.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        click.echo(f"engram {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    db: str | None = typer.Option(
+        None, "--db", metavar="PATH", help="Database file (default: $ENGRAM_DB, $ENGRAM_HOME/engram.db, or the user data dir)."
+    ),
+    verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="Log what happens (-vv for debug)."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """engram keeps memories in one SQLite file and finds them again with a bundled local model."""
+    from engram_cli.cli.context import AppContext
+
+    if verbose:
+        logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO, format="%(name)s: %(message)s")
+    ctx.obj = AppContext(db=db)
+    ctx.call_on_close(ctx.obj.close)
+
+
+def _register() -> None:
+    from engram_cli.cli import memories, system
+
+    memories.register(app)
+    system.register(app)
+
+
+_register()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    sys.exit(app(standalone_mode=True))

@@ -1,0 +1,44 @@
+"""What every command shares: resolved paths, the configuration, the open store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from engram_cli import config as configmod
+
+if TYPE_CHECKING:
+    from engram_cli.api import Engram
+
+
+@dataclass
+class AppContext:
+    db: str | None = None
+    _paths: configmod.Paths | None = field(default=None, repr=False)
+    _config: configmod.Config | None = field(default=None, repr=False)
+    _engram: Engram | None = field(default=None, repr=False)
+
+    @property
+    def paths(self) -> configmod.Paths:
+        if self._paths is None:
+            self._paths = configmod.Paths.resolve(self.db)
+        return self._paths
+
+    @property
+    def config(self) -> configmod.Config:
+        if self._config is None:
+            self._config = configmod.load(self.paths)
+        return self._config
+
+    def engram(self) -> Engram:
+        """The store, opened (and created or migrated) on first use."""
+        if self._engram is None:
+            from engram_cli.api import Engram
+
+            self._engram = Engram.open(config=self.config, paths=self.paths)
+        return self._engram
+
+    def close(self) -> None:
+        if self._engram is not None:
+            self._engram.close()
+            self._engram = None

@@ -1,0 +1,184 @@
+"""add, recall, inspect, list, forget."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Any
+
+import click
+import typer
+
+from engram_cli import render
+from engram_cli.cli.context import AppContext
+from engram_cli.errors import InvalidInput, UsageError
+
+NamespaceOpt = Annotated[
+    str | None, typer.Option("--namespace", "-n", help="Namespace (default: $ENGRAM_NAMESPACE, config, 'default').")
+]
+AllNsOpt = Annotated[bool, typer.Option("--all-namespaces", "-A", help="Search every namespace.")]
+AgentOpt = Annotated[str | None, typer.Option("--agent", help="Only memories of this agent.")]
+TypeOpt = Annotated[
+    list[str] | None, typer.Option("--type", help="Memory type: working, episodic, semantic, procedural (repeatable).")
+]
+TagOpt = Annotated[list[str] | None, typer.Option("--tag", "-t", help="Require this tag (repeatable: all must match).")]
+SinceOpt = Annotated[str | None, typer.Option("--since", help="Created at or after (ISO 8601 or a span like 7d).")]
+UntilOpt = Annotated[str | None, typer.Option("--until", help="Created at or before (ISO 8601 or a span like 7d).")]
+ArchivedOpt = Annotated[bool, typer.Option("--include-archived", help="Also archived memories.")]
+SupersededOpt = Annotated[bool, typer.Option("--include-superseded", help="Also superseded memories.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+    card = "card"
+    markdown = "markdown"
+
+
+def _app(ctx: typer.Context) -> AppContext:
+    obj = ctx.obj
+    assert isinstance(obj, AppContext)
+    return obj
+
+
+def _read_stdin() -> str:
+    data = click.get_binary_stream("stdin").read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(
+            f"standard input is not valid UTF-8 (bad byte at offset {exc.start})",
+            hint="convert it first, e.g. iconv -f LATIN1 -t UTF-8",
+        ) from exc
+
+
+def _meta(pairs: list[str] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--meta takes KEY=VALUE, not {pair!r}")
+        out[key.strip()] = value
+    return out
+
+
+def add(
+    ctx: typer.Context,
+    text: Annotated[str, typer.Argument(help="The memory's text, or - to read it from standard input.")],
+    mtype: Annotated[str, typer.Option("--type", help="working, episodic, semantic or procedural.")] = "semantic",
+    namespace: NamespaceOpt = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="Who is remembering (default: config agent).")] = None,
+    importance: Annotated[float, typer.Option("--importance", "-i", help="0 to 1; 0.8 and above is high.")] = 0.5,
+    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Tag (repeatable).")] = None,
+    source: Annotated[str | None, typer.Option("--source", help="Where it came from (a file, URL, command).")] = None,
+    session: Annotated[str | None, typer.Option("--session", help="Session id it belongs to.")] = None,
+    at: Annotated[str | None, typer.Option("--at", help="When it happened (ISO 8601); default now.")] = None,
+    meta: Annotated[list[str] | None, typer.Option("--meta", help="KEY=VALUE metadata (repeatable).")] = None,
+    no_merge: Annotated[bool, typer.Option("--no-merge", help="Never merge into a near-duplicate.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remember TEXT. Prints its id; says so when it merged into an existing memory."""
+    content = _read_stdin() if text == "-" else text
+    fields: dict[str, Any] = {
+        "type": mtype, "namespace": namespace, "agent": agent, "importance": importance, "tags": tag or [],
+        "source": {"kind": "cli", "ref": source} if source else {"kind": "cli"}, "session": session,
+        "created_at": at, "metadata": _meta(meta),
+    }  # fmt: skip
+    result = _app(ctx).engram().add(content, no_merge=no_merge, **fields)
+    render.added([result], as_json=as_json)
+
+
+def recall(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to remember.")],
+    k: Annotated[int | None, typer.Option("-k", help="How many memories (default: config recall.k, 5).")] = None,
+    namespace: NamespaceOpt = None,
+    all_namespaces: AllNsOpt = False,
+    agent: AgentOpt = None,
+    mtype: TypeOpt = None,
+    tag: TagOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    include_archived: ArchivedOpt = False,
+    include_superseded: SupersededOpt = False,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="table, json, card (prompt block) or markdown.")] = (
+        Format.table
+    ),
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Show every factor of every score.")] = False,
+    budget: Annotated[int | None, typer.Option("--budget", help="For cards: stop before this many tokens.")] = None,
+    no_touch: Annotated[bool, typer.Option("--no-touch", help="Do not count this as an access.")] = False,
+) -> None:
+    """Find the memories most relevant to QUERY (hybrid vector + keyword, weighed by importance and decay)."""
+    if namespace and all_namespaces:
+        raise UsageError("--namespace and --all-namespaces exclude each other")
+    if budget is not None and budget < 1:
+        raise UsageError("--budget must be a positive number of tokens")
+    engram = _app(ctx).engram()
+    hits = engram.recall(
+        query, k=k, namespace=namespace, all_namespaces=all_namespaces, agent=agent, type=mtype, tags=tag,
+        since=since, until=until, include_archived=include_archived, include_superseded=include_superseded,
+        bump=False if no_touch else None,
+    )  # fmt: skip
+    render.hits(hits, fmt="json" if as_json else fmt.value, explain=explain, budget=budget)
+
+
+def inspect(
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Memory id or unique prefix.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Everything about one memory: fields, tags, sources, history and score factors."""
+    from engram_cli.memory.manage import score_factors
+
+    memory, events = _app(ctx).engram().history(memory_id)
+    render.inspect(memory, events, score_factors(memory), as_json=as_json)
+
+
+def list_(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option("--limit", "-l", help="How many.")] = 20,
+    offset: Annotated[int, typer.Option("--offset", help="Skip this many first.")] = 0,
+    namespace: NamespaceOpt = None,
+    all_namespaces: AllNsOpt = False,
+    agent: AgentOpt = None,
+    mtype: TypeOpt = None,
+    tag: TagOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    status: Annotated[
+        list[str] | None, typer.Option("--status", help="active, superseded, archived (repeatable).")
+    ] = None,
+    include_archived: ArchivedOpt = False,
+    all_statuses: Annotated[bool, typer.Option("--all", help="Every status.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """List memories, newest first."""
+    if namespace and all_namespaces:
+        raise UsageError("--namespace and --all-namespaces exclude each other")
+    statuses = ["active", "superseded", "archived"] if all_statuses else status
+    memories = _app(ctx).engram().list(
+        limit=limit, offset=offset, namespace=namespace, all_namespaces=all_namespaces, agent=agent, type=mtype,
+        tags=tag, since=since, until=until, status=statuses, include_archived=include_archived,
+    )  # fmt: skip
+    render.memory_list(memories, as_json=as_json)
+
+
+def forget(
+    ctx: typer.Context,
+    memory_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Memory ids or unique prefixes.")],
+    hard: Annotated[
+        bool, typer.Option("--hard", help="Purge the row, its vector, keyword and source rows (keeps a tombstone).")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Archive memories (out of recall, still inspectable), or purge them with --hard."""
+    render.forgotten(_app(ctx).engram().forget(memory_ids, hard=hard), as_json=as_json)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(add)
+    app.command()(recall)
+    app.command()(inspect)
+    app.command(name="list")(list_)
+    app.command()(forget)

@@ -1,0 +1,125 @@
+"""Health checks for `engram doctor` and the model listing for `engram models`."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from typing import Any
+
+from engram_cli import config as configmod
+from engram_cli.errors import EngramError
+
+
+def _check(name: str, status: str, detail: str, hint: str | None = None) -> dict[str, Any]:
+    return {"check": name, "status": status, "detail": detail, "hint": hint}
+
+
+def model_rows(active: str, vector_counts: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """Installed models, the active one marked."""
+    from engram_cli.embed import available_models
+
+    rows = []
+    for manifest in available_models():
+        size = sum((manifest.path / name).stat().st_size for name in manifest.files if (manifest.path / name).exists())
+        rows.append(
+            {
+                "id": manifest.id,
+                "name": manifest.name,
+                "dim": manifest.dim,
+                "merge_threshold": manifest.merge_threshold,
+                "licence": manifest.licence,
+                "size_bytes": size,
+                "path": str(manifest.path),
+                "active": manifest.id == active,
+                "vectors": (vector_counts or {}).get(manifest.id, 0),
+            }
+        )
+    return rows
+
+
+def run(paths: configmod.Paths) -> list[dict[str, Any]]:
+    """Every check, in the order a person would fix things."""
+    results: list[dict[str, Any]] = []
+    results.append(_check("python", "ok", sys.version.split()[0]))
+    try:
+        cfg = configmod.load(paths)
+        results.append(_check("config", "ok", f"{paths.config_file} ({'present' if paths.config_file.exists() else 'defaults'})"))
+    except EngramError as exc:
+        results.append(_check("config", "fail", exc.message, exc.hint))
+        return results
+
+    try:
+        import apsw
+
+        conn = apsw.Connection(":memory:")
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        results.append(_check("sqlite", "ok", f"apsw {apsw.apsw_version()}, SQLite {apsw.sqlite_lib_version()}, FTS5"))
+        from engram_cli.store.db import _load_vec
+
+        _load_vec(conn)
+        version = conn.execute("SELECT vec_version()").fetchone()
+        results.append(_check("sqlite-vec", "ok", f"loaded {version[0] if version else '?'}"))
+        conn.close()
+    except EngramError as exc:
+        results.append(_check("sqlite-vec", "fail", exc.message, exc.hint))
+    except Exception as exc:  # any import or build problem of the binding
+        results.append(_check("sqlite", "fail", str(exc), "pip install --force-reinstall apsw sqlite-vec"))
+
+    db = paths.db
+    active = str(cfg.get("model"))
+    if not db.exists():
+        where = db.parent if db.parent.exists() else None
+        hint = "it is created on the first `engram add`"
+        if where is None and not paths.db_is_default:
+            hint = f"create {db.parent} first, or choose another --db"
+        results.append(_check("database", "warn", f"{db} does not exist yet", hint))
+    else:
+        mode = stat.S_IMODE(db.stat().st_mode)
+        if mode & 0o077:
+            results.append(
+                _check("permissions", "warn", f"{db} is mode {mode:o}; others can read it", f"chmod 600 {db}")
+            )
+        else:
+            results.append(_check("permissions", "ok", f"{db} mode {mode:o}"))
+        if not os.access(db, os.W_OK):
+            results.append(_check("database", "fail", f"{db} is not writable", f"chmod 600 {db}"))
+        try:
+            from engram_cli.store import connect
+
+            store = connect(db)
+            try:
+                verdict = store.scalar("PRAGMA quick_check")
+                count = store.scalar("SELECT count(*) FROM memories")
+                active = store.setting("active_model") or active
+                if verdict == "ok":
+                    results.append(
+                        _check("database", "ok", f"{db}: schema {store.schema_version()}, {count} memories, quick_check ok")
+                    )
+                else:
+                    results.append(
+                        _check("database", "fail", f"{db}: quick_check says {verdict}", "restore from a backup or export what is readable")
+                    )
+            finally:
+                store.close()
+        except EngramError as exc:
+            results.append(_check("database", "fail", exc.message, exc.hint))
+
+    try:
+        from engram_cli.embed import available_models, load_embedder, verify
+
+        manifests = available_models()
+        if not manifests:
+            results.append(_check("models", "fail", "no bundled models found", "reinstall engram-localmem"))
+        for manifest in manifests:
+            problems = verify(manifest)
+            if problems:
+                results.append(_check(f"model {manifest.id}", "fail", "; ".join(problems), "reinstall engram-localmem"))
+            else:
+                results.append(_check(f"model {manifest.id}", "ok", "files match their checksums"))
+        embedder = load_embedder(active)
+        vector = embedder.embed_batch(["doctor check 健康检查"], kind="query")
+        results.append(_check("embedding", "ok", f"{active} gives {vector.shape[1]}-d vectors (active model)"))
+    except EngramError as exc:
+        results.append(_check("embedding", "fail", exc.message, exc.hint))
+    return results

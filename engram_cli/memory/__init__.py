@@ -1,0 +1,1 @@
+"""The engine: remember (merge), recall (hybrid rank), get, list, forget."""

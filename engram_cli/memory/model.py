@@ -1,0 +1,173 @@
+"""The memory record as the engine hands it out, and its JSON form."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+MEMORY_TYPES = ("working", "episodic", "semantic", "procedural")
+STATUSES = ("active", "superseded", "archived")
+DEFAULT_TYPE = "semantic"
+DEFAULT_IMPORTANCE = 0.5
+HIGH_IMPORTANCE = 0.8
+
+# Columns read for a Memory, in the order Memory.from_row expects.
+MEMORY_COLUMNS = (
+    "pk, id, namespace, agent_id, session_id, memory_type, content, summary, content_hash, "
+    "embedding_model, importance, confidence, decay_score, access_count, last_access_at, "
+    "created_at, updated_at, status, version, superseded_by, consolidated_into, metadata"
+)
+
+
+@dataclass
+class Source:
+    """Where a piece of a memory's text came from."""
+
+    kind: str
+    ref: str | None = None
+    message_id: str | None = None
+    session: str | None = None
+    content: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "ref": self.ref,
+            "message_id": self.message_id,
+            "session": self.session,
+            "content": self.content,
+            "metadata": self.metadata,
+            "created_at": self.created_at,
+        }
+
+
+@dataclass
+class Memory:
+    pk: int
+    id: str
+    namespace: str
+    agent: str
+    session: str | None
+    type: str
+    content: str
+    summary: str | None
+    content_hash: str
+    embedding_model: str | None
+    importance: float
+    confidence: float
+    decay_score: float
+    access_count: int
+    last_access_at: str | None
+    created_at: str
+    updated_at: str
+    status: str
+    version: int
+    superseded_by: str | None
+    consolidated_into: str | None
+    metadata: dict[str, Any]
+    tags: list[str] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> Memory:
+        return cls(
+            pk=row[0],
+            id=row[1],
+            namespace=row[2],
+            agent=row[3],
+            session=row[4],
+            type=row[5],
+            content=row[6],
+            summary=row[7],
+            content_hash=row[8],
+            embedding_model=row[9],
+            importance=float(row[10]),
+            confidence=float(row[11]),
+            decay_score=float(row[12]),
+            access_count=int(row[13]),
+            last_access_at=row[14],
+            created_at=row[15],
+            updated_at=row[16],
+            status=row[17],
+            version=int(row[18]),
+            superseded_by=row[19],
+            consolidated_into=row[20],
+            metadata=json.loads(row[21]) if row[21] else {},
+        )
+
+    @property
+    def short_id(self) -> str:
+        return self.id[:8]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "content": self.content,
+            "summary": self.summary,
+            "type": self.type,
+            "namespace": self.namespace,
+            "agent": self.agent,
+            "session": self.session,
+            "tags": list(self.tags),
+            "importance": round(self.importance, 6),
+            "confidence": round(self.confidence, 6),
+            "decay_score": round(self.decay_score, 6),
+            "access_count": self.access_count,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "last_access_at": self.last_access_at,
+            "status": self.status,
+            "superseded_by": self.superseded_by,
+            "consolidated_into": self.consolidated_into,
+            "embedding_model": self.embedding_model,
+            "version": self.version,
+            "metadata": self.metadata,
+            "sources": [s.to_dict() for s in self.sources],
+        }
+
+
+@dataclass
+class AddResult:
+    """What `remember` did with one text."""
+
+    action: str  # "created", "merged" or "duplicate"
+    memory: Memory
+    similarity: float | None = None
+
+    @property
+    def id(self) -> str:
+        return self.memory.id
+
+    @property
+    def merged(self) -> bool:
+        return self.action != "created"
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"action": self.action, "similarity": self.similarity}
+        out.update(self.memory.to_dict())
+        return out
+
+
+@dataclass
+class Event:
+    memory_id: str
+    kind: str
+    at: str
+    actor: str | None
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    note: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "memory_id": self.memory_id,
+            "kind": self.kind,
+            "at": self.at,
+            "actor": self.actor,
+            "before": self.before,
+            "after": self.after,
+            "note": self.note,
+        }

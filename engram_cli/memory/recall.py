@@ -1,0 +1,281 @@
+"""recall: filter in SQL, rank by fused vector + keyword relevance, weigh by importance and decay."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from engram_cli import text as textmod
+from engram_cli.errors import InvalidInput
+from engram_cli.memory import records
+from engram_cli.memory.model import MEMORY_TYPES, STATUSES, Memory
+from engram_cli.store import vectors
+from engram_cli.store.db import Store
+from engram_cli.timeutil import iso_now, normalize_iso
+
+log = logging.getLogger(__name__)
+
+# Rows scored exactly when KNN with over-sampling cannot fill the candidate list
+# because the filters are narrower than what the vector index can filter itself.
+EXACT_SCAN_LIMIT = 5000
+IMPORTANCE_BASE = 0.6
+
+
+@dataclass
+class Filters:
+    """What recall, list and other reads may restrict to. Empty means no restriction."""
+
+    namespaces: list[str] | None = None  # None: every namespace
+    agent: str | None = None
+    types: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    since: str | None = None
+    until: str | None = None
+    accessed_since: str | None = None
+    accessed_until: str | None = None
+    statuses: list[str] = field(default_factory=lambda: ["active"])
+    embedding_model: str | None = None
+    session: str | None = None
+
+    def __post_init__(self) -> None:
+        for mtype in self.types:
+            if mtype not in MEMORY_TYPES:
+                raise InvalidInput(f"unknown memory type {mtype!r}", hint=f"use one of: {', '.join(MEMORY_TYPES)}")
+        for status in self.statuses:
+            if status not in STATUSES:
+                raise InvalidInput(f"unknown status {status!r}", hint=f"use one of: {', '.join(STATUSES)}")
+        self.tags = sorted({t.strip().lower() for t in self.tags if t.strip()})
+        self.since = normalize_iso(self.since, what="--since") if self.since else None
+        self.until = normalize_iso(self.until, what="--until") if self.until else None
+        self.accessed_since = normalize_iso(self.accessed_since, what="--accessed-since") if self.accessed_since else None
+        self.accessed_until = normalize_iso(self.accessed_until, what="--accessed-until") if self.accessed_until else None
+
+    def sql(self, alias: str = "m") -> tuple[str, list[Any]]:
+        """A WHERE clause (without the keyword) over memories aliased as ``alias``."""
+        a = alias
+        clauses: list[str] = []
+        params: list[Any] = []
+
+        def any_of(column: str, values: Sequence[str]) -> None:
+            clauses.append(f"{a}.{column} IN ({', '.join('?' for _ in values)})")
+            params.extend(values)
+
+        if self.namespaces is not None:
+            any_of("namespace", self.namespaces)
+        if self.agent is not None:
+            clauses.append(f"{a}.agent_id = ?")
+            params.append(self.agent)
+        if self.types:
+            any_of("memory_type", self.types)
+        if self.statuses:
+            any_of("status", self.statuses)
+        for tag in self.tags:
+            clauses.append(f"EXISTS (SELECT 1 FROM tags t WHERE t.memory_pk = {a}.pk AND t.tag = ?)")
+            params.append(tag)
+        last = f"coalesce({a}.last_access_at, {a}.created_at)"
+        for column, op, value in (
+            (f"{a}.created_at", ">=", self.since),
+            (f"{a}.created_at", "<=", self.until),
+            (last, ">=", self.accessed_since),
+            (last, "<=", self.accessed_until),
+        ):
+            if value is not None:
+                clauses.append(f"{column} {op} ?")
+                params.append(value)
+        if self.embedding_model is not None:
+            clauses.append(f"{a}.embedding_model = ?")
+            params.append(self.embedding_model)
+        if self.session is not None:
+            clauses.append(f"{a}.session_id = ?")
+            params.append(self.session)
+        return (" AND ".join(clauses) or "1"), params
+
+
+@dataclass(frozen=True)
+class RecallSettings:
+    candidates: int = 50
+    rrf_k: int = 10
+    vector_weight: float = 1.0
+    keyword_weight: float = 1.0
+
+
+@dataclass
+class Hit:
+    memory: Memory
+    score: float
+    explain: dict[str, Any]
+
+    def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
+        out = self.memory.to_dict()
+        out["score"] = round(self.score, 6)
+        if explain:
+            out["explain"] = self.explain
+        return out
+
+
+QueryEmbedder = Callable[[str, str], np.ndarray]  # (model_id, query) -> unit vector
+
+
+def _vector_candidates(
+    store: Store,
+    table: str,
+    model_id: str,
+    qvec: np.ndarray,
+    filters: Filters,
+    where: str,
+    params: list[Any],
+    want: int,
+) -> list[tuple[int, float]]:
+    """Up to ``want`` rows that pass every filter, nearest first."""
+    namespaces = filters.namespaces if filters.namespaces and len(filters.namespaces) <= 4 else None
+    ask = min(vectors.MAX_KNN, max(want * 4, 100))
+    near = vectors.knn(
+        store, table, qvec, ask,
+        namespaces=namespaces, statuses=filters.statuses or None, types=filters.types or None, agent=filters.agent,
+    )  # fmt: skip
+    if not near:
+        return []
+    allowed = _passing(store, [pk for pk, _ in near], where, params)
+    kept = [(pk, sim) for pk, sim in near if pk in allowed]
+    if len(kept) >= want or len(near) < ask:
+        return kept[:want]
+    # Filters the vector index cannot apply (tags, time) threw most neighbours away:
+    # score the rows that pass them exactly instead, when there are few enough.
+    pks = [
+        int(r[0])
+        for r in store.rows(
+            f"SELECT m.pk FROM memories m WHERE {where} AND m.embedding_model = ? LIMIT ?",
+            [*params, model_id, EXACT_SCAN_LIMIT + 1],
+        )
+    ]
+    if len(pks) > EXACT_SCAN_LIMIT:
+        log.info("filters too broad for an exact scan; using %d KNN survivors", len(kept))
+        return kept[:want]
+    return vectors.similarities(store, table, qvec, pks)[:want]
+
+
+def _passing(store: Store, pks: list[int], where: str, params: list[Any]) -> set[int]:
+    out: set[int] = set()
+    for start in range(0, len(pks), 500):
+        chunk = pks[start : start + 500]
+        marks = ", ".join("?" for _ in chunk)
+        rows = store.rows(f"SELECT m.pk FROM memories m WHERE m.pk IN ({marks}) AND {where}", [*chunk, *params])
+        out.update(int(r[0]) for r in rows)
+    return out
+
+
+def _keyword_candidates(store: Store, query: str, where: str, params: list[Any], want: int) -> list[tuple[int, float]]:
+    match = textmod.fts_query(query)
+    if match is None:
+        return []
+    rows = store.rows(
+        "SELECT rowid, bm25(memory_fts) AS rank FROM memory_fts WHERE memory_fts MATCH ? "
+        f"AND rowid IN (SELECT m.pk FROM memories m WHERE {where}) ORDER BY rank LIMIT ?",
+        [match, *params, want],
+    )
+    return [(int(pk), -float(rank)) for pk, rank in rows]
+
+
+def recall(
+    store: Store,
+    query: str,
+    *,
+    k: int,
+    filters: Filters,
+    embed_query: QueryEmbedder,
+    settings: RecallSettings = RecallSettings(),
+    bump: bool = True,
+) -> list[Hit]:
+    """The ``k`` best memories for ``query`` among those that pass ``filters``."""
+    query = textmod.normalize(query)
+    if not query:
+        raise InvalidInput("the query is empty", hint='pass what you want to remember, e.g. engram recall "deploy steps"')
+    if k < 1:
+        raise InvalidInput(f"k must be at least 1, not {k}")
+    where, params = filters.sql("m")
+    want = max(settings.candidates, k)
+    with store.read():
+        models = [
+            str(r[0])
+            for r in store.rows(
+                f"SELECT DISTINCT m.embedding_model FROM memories m WHERE {where} AND m.embedding_model IS NOT NULL",
+                params,
+            )
+        ]
+        vector_lists: dict[str, list[tuple[int, float]]] = {}
+        for model_id in models:
+            table = vectors.table_for(store, model_id)
+            if table is None:
+                continue
+            qvec = embed_query(model_id, query)
+            vector_lists[model_id] = _vector_candidates(store, table, model_id, qvec, filters, where, params, want)
+        keyword = _keyword_candidates(store, query, where, params, want)
+
+    fused: dict[int, dict[str, Any]] = {}
+    for model_id, hits in vector_lists.items():
+        for rank, (pk, sim) in enumerate(hits, start=1):
+            fused.setdefault(pk, {})["vector"] = {"model": model_id, "rank": rank, "cosine": round(sim, 6)}
+    for rank, (pk, bm25) in enumerate(keyword, start=1):
+        fused.setdefault(pk, {})["keyword"] = {"rank": rank, "bm25": round(bm25, 6)}
+    if not fused:
+        return []
+    wv = settings.vector_weight if any(vector_lists.values()) else 0.0
+    wk = settings.keyword_weight if keyword else 0.0
+    best = (wv + wk) / (settings.rrf_k + 1)
+
+    with store.read():
+        memories = records.load_many(store, list(fused))
+    scored: list[Hit] = []
+    for pk, parts in fused.items():
+        memory = memories.get(pk)
+        if memory is None:
+            continue
+        rrf = 0.0
+        if "vector" in parts:
+            rrf += wv / (settings.rrf_k + parts["vector"]["rank"])
+        if "keyword" in parts:
+            rrf += wk / (settings.rrf_k + parts["keyword"]["rank"])
+        relevance = rrf / best if best else 0.0
+        factor = IMPORTANCE_BASE + memory.importance
+        score = relevance * factor * memory.decay_score
+        explain = {
+            "vector": parts.get("vector"),
+            "keyword": parts.get("keyword"),
+            "relevance": round(relevance, 6),
+            "importance": round(memory.importance, 6),
+            "importance_factor": round(factor, 6),
+            "decay_score": round(memory.decay_score, 6),
+            "score": round(score, 6),
+            "formula": "relevance x (0.6 + importance) x decay_score; relevance = weighted reciprocal-rank "
+            f"fusion (k={settings.rrf_k}) of vector and keyword ranks, 1.0 = first in both",
+        }
+        scored.append(Hit(memory=memory, score=score, explain=explain))
+    scored.sort(key=lambda h: (-h.score, h.memory.created_at))
+    top = scored[:k]
+    with store.read():
+        for hit in top:
+            hit.memory.sources = records.sources_of(store, hit.memory.pk)
+    if bump and top:
+        _bump(store, top)
+    return top
+
+
+def _bump(store: Store, hits: list[Hit]) -> None:
+    """Being recalled is being remembered: count the access and restore freshness."""
+    now = iso_now()
+    pks = [h.memory.pk for h in hits]
+    marks = ", ".join("?" for _ in pks)
+    with store.write():
+        store.execute(
+            "UPDATE memories SET access_count = access_count + 1, last_access_at = ?, decay_score = 1.0 "
+            f"WHERE pk IN ({marks})",
+            [now, *pks],
+        )
+    for hit in hits:
+        hit.memory.access_count += 1
+        hit.memory.last_access_at = now
+        hit.memory.decay_score = 1.0

@@ -1,0 +1,382 @@
+"""remember: write a memory, folding exact and near duplicates into what is already there."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from engram_cli import text as textmod
+from engram_cli.errors import ConflictError, InvalidInput
+from engram_cli.memory import records
+from engram_cli.memory.model import (
+    DEFAULT_IMPORTANCE,
+    DEFAULT_TYPE,
+    HIGH_IMPORTANCE,
+    MEMORY_TYPES,
+    AddResult,
+    Memory,
+    Source,
+)
+from engram_cli.store import vectors
+from engram_cli.store.db import Store
+from engram_cli.timeutil import iso_now, normalize_iso
+
+log = logging.getLogger(__name__)
+
+# Each merge is a reminder: the surviving memory becomes a little more important.
+MERGE_IMPORTANCE_BOOST = 0.05
+MAX_RETRIES = 5
+MAX_CONTENT_CHARS = 100_000
+
+# The keys a caller may pass for one memory (CLI options, API keywords, JSONL fields).
+FIELDS = (
+    "content", "type", "namespace", "agent", "tags", "importance", "confidence", "created_at",
+    "metadata", "source", "session", "summary",
+)  # fmt: skip
+
+
+@dataclass
+class NewMemory:
+    """A validated request to remember one text."""
+
+    content: str
+    type: str
+    namespace: str
+    agent: str
+    importance: float
+    confidence: float
+    created_at: str
+    tags: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    source: Source = field(default_factory=lambda: Source(kind="api"))
+    session: str | None = None
+    summary: str | None = None
+    content_hash: str = ""
+
+    def __post_init__(self) -> None:
+        self.content_hash = textmod.content_hash(self.content)
+
+
+@dataclass(frozen=True)
+class MergePolicy:
+    enabled: bool = True
+    threshold: float = 0.92
+
+
+def _number(name: str, value: Any, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        raise InvalidInput(f"{name} must be a number between 0 and 1, not {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"{name} must be a number between 0 and 1, not {value!r}") from exc
+    if math.isnan(number) or not 0.0 <= number <= 1.0:
+        raise InvalidInput(f"{name} must be between 0 and 1, not {value!r}", hint=f"for example --{name} 0.8")
+    return number
+
+
+def _name(what: str, value: Any, default: str) -> str:
+    if value is None:
+        return default
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{what} must be a non-empty string, not {value!r}")
+    name = value.strip()
+    if len(name) > 200 or any(ord(c) < 32 for c in name):
+        raise InvalidInput(f"{what} {name[:40]!r} is too long or contains control characters")
+    return name
+
+
+def normalize_tags(tags: Any) -> list[str]:
+    if tags is None:
+        return []
+    if isinstance(tags, str):
+        tags = [tags]
+    out: dict[str, None] = {}
+    for tag in tags:
+        if not isinstance(tag, str) or not tag.strip():
+            raise InvalidInput(f"tags must be non-empty strings, not {tag!r}")
+        out.setdefault(tag.strip().lower(), None)
+    return sorted(out)
+
+
+def _source(value: Any, session: str | None) -> Source:
+    if value is None:
+        return Source(kind="api", session=session)
+    if isinstance(value, Source):
+        return value
+    if isinstance(value, str):
+        return Source(kind="cli", ref=value, session=session)
+    if isinstance(value, Mapping):
+        unknown = set(value) - {"kind", "ref", "message_id", "session", "metadata"}
+        if unknown:
+            raise InvalidInput(f"unknown source field(s): {', '.join(sorted(unknown))}")
+        metadata = value.get("metadata") or {}
+        if not isinstance(metadata, Mapping):
+            raise InvalidInput("source metadata must be an object")
+        return Source(
+            kind=str(value.get("kind") or "api"),
+            ref=None if value.get("ref") is None else str(value["ref"]),
+            message_id=None if value.get("message_id") is None else str(value["message_id"]),
+            session=value.get("session") or session,
+            metadata=dict(metadata),
+        )
+    raise InvalidInput(f"source must be a string or an object, not {type(value).__name__}")
+
+
+def prepare(fields: Mapping[str, Any], *, namespace: str, agent: str) -> NewMemory:
+    """Validate one memory's fields (as the JSON names them) and fill in defaults."""
+    unknown = set(fields) - set(FIELDS)
+    if unknown:
+        raise InvalidInput(
+            f"unknown field(s): {', '.join(sorted(unknown))}",
+            hint=f"the fields are: {', '.join(FIELDS)}",
+        )
+    content = fields.get("content")
+    if not isinstance(content, str):
+        raise InvalidInput("content must be text")
+    content = textmod.normalize(content)
+    if not content:
+        raise InvalidInput("the memory is empty", hint="pass some text, e.g. engram add \"deploys go through make release\"")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise InvalidInput(
+            f"the memory is {len(content)} characters long (limit {MAX_CONTENT_CHARS})",
+            hint="store a summary, or split it into several memories",
+        )
+    if "\x00" in content:
+        raise InvalidInput("the memory contains a NUL character", hint="pass text, not binary data")
+    mtype = fields.get("type") or DEFAULT_TYPE
+    if mtype not in MEMORY_TYPES:
+        raise InvalidInput(f"unknown memory type {mtype!r}", hint=f"use one of: {', '.join(MEMORY_TYPES)}")
+    created = fields.get("created_at")
+    created_at = normalize_iso(str(created), what="created_at") if created else iso_now()
+    metadata = fields.get("metadata") or {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidInput("metadata must be an object of key/value pairs")
+    try:
+        records.dumps(metadata)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"metadata is not JSON-serialisable: {exc}") from exc
+    session = fields.get("session")
+    summary = fields.get("summary")
+    return NewMemory(
+        content=content,
+        type=mtype,
+        namespace=_name("namespace", fields.get("namespace"), namespace),
+        agent=_name("agent", fields.get("agent"), agent),
+        importance=_number("importance", fields.get("importance"), DEFAULT_IMPORTANCE),
+        confidence=_number("confidence", fields.get("confidence"), 1.0),
+        created_at=created_at,
+        tags=normalize_tags(fields.get("tags")),
+        metadata=dict(metadata),
+        source=_source(fields.get("source"), None if session is None else str(session)),
+        session=None if session is None else str(session),
+        summary=None if summary is None else textmod.normalize(str(summary)) or None,
+    )
+
+
+EmbedFn = Callable[[Sequence[str]], np.ndarray]
+
+
+@dataclass
+class Writer:
+    """Writes prepared memories for one embedding model."""
+
+    store: Store
+    model_id: str
+    dim: int
+    embed: EmbedFn
+    policy: MergePolicy
+
+    def _existing(self, item: NewMemory) -> int | None:
+        pk = self.store.scalar(
+            "SELECT pk FROM memories WHERE namespace = ? AND agent_id = ? AND content_hash = ?",
+            (item.namespace, item.agent, item.content_hash),
+        )
+        return None if pk is None else int(pk)
+
+    def write_batch(self, items: Sequence[NewMemory]) -> list[AddResult]:
+        """Embed what needs a vector (each distinct text once), then write all in one transaction."""
+        need: dict[str, int] = {}
+        for item in items:
+            if self._existing(item) is None:
+                need.setdefault(item.content, len(need))
+        texts = list(need)
+        matrix = self.embed(texts) if texts else np.zeros((0, self.dim), dtype=np.float32)
+        table = vectors.ensure_table(self.store, self.model_id, self.dim)
+        for attempt in range(MAX_RETRIES):
+            try:
+                with self.store.write():
+                    return [self._write_one(table, item, matrix, need) for item in items]
+            except ConflictError:
+                if attempt == MAX_RETRIES - 1:
+                    raise
+                log.info("write conflict, retrying (%d)", attempt + 1)
+        raise AssertionError("unreachable")
+
+    def _write_one(self, table: str, item: NewMemory, matrix: np.ndarray, rows: dict[str, int]) -> AddResult:
+        now = iso_now()
+        existing = self._existing(item)
+        if existing is not None:
+            memory = records.load(self.store, existing, with_sources=False)
+            self._fold(memory, item, None, similarity=1.0, table=table, at=now)
+            return AddResult("duplicate", records.load(self.store, existing), similarity=1.0)
+        if item.content not in rows:
+            # The exact twin was written earlier in this batch; embed it now (rare).
+            rows[item.content] = len(matrix)
+            matrix = np.vstack([matrix, self.embed([item.content])])
+        vector = matrix[rows[item.content]]
+        if self.policy.enabled:
+            near = vectors.knn(
+                self.store, table, vector, 1,
+                namespaces=[item.namespace], statuses=["active"], agent=item.agent,
+            )  # fmt: skip
+            if near and near[0][1] >= self.policy.threshold:
+                pk, similarity = near[0]
+                memory = records.load(self.store, pk, with_sources=False)
+                self._fold(memory, item, vector, similarity=similarity, table=table, at=now)
+                return AddResult("merged", records.load(self.store, pk), similarity=round(similarity, 6))
+        pk = self._insert(table, item, vector, now)
+        return AddResult("created", records.load(self.store, pk))
+
+    def _insert(self, table: str, item: NewMemory, vector: np.ndarray, now: str) -> int:
+        memory_id = records.new_id()
+        self.store.execute(
+            "INSERT INTO memories (id, namespace, agent_id, session_id, memory_type, content, summary, "
+            "content_hash, embedding_model, importance, confidence, decay_score, access_count, "
+            "last_access_at, created_at, updated_at, status, version, metadata) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1.0, 0, NULL, ?, ?, 'active', 1, ?)",
+            (
+                memory_id, item.namespace, item.agent, item.session, item.type, item.content, item.summary,
+                item.content_hash, self.model_id, item.importance, item.confidence, item.created_at, now,
+                records.dumps(item.metadata),
+            ),
+        )  # fmt: skip
+        pk = int(self.store.conn.last_insert_rowid())
+        records.add_tags(self.store, pk, item.tags)
+        records.add_source(self.store, pk, item.source, now)
+        vectors.put(
+            self.store, table, pk, vector,
+            namespace=item.namespace, status="active", memory_type=item.type, agent=item.agent,
+        )  # fmt: skip
+        records.reindex(self.store, pk)
+        records.add_event(
+            self.store, memory_id, "created", now,
+            after={"importance": item.importance, "type": item.type, "namespace": item.namespace,
+                   "agent": item.agent, "source": item.source.kind},
+            actor=item.source.kind,
+        )  # fmt: skip
+        return pk
+
+    def _fold(
+        self,
+        memory: Memory,
+        item: NewMemory,
+        vector: np.ndarray | None,
+        *,
+        similarity: float,
+        table: str,
+        at: str,
+    ) -> None:
+        """Fold a duplicate or near-duplicate into an existing memory, losing nothing.
+
+        The wording kept is the more important one; on a tie the newer text wins,
+        except that a high-importance memory always keeps its own words. The other
+        text is kept as a source (a supplement), so the merge is reversible by hand.
+        """
+        exact = vector is None
+        take_new = (
+            not exact
+            and memory.importance < HIGH_IMPORTANCE
+            and item.importance >= memory.importance
+            and item.content != memory.content
+        )
+        importance = min(1.0, max(memory.importance, item.importance) + MERGE_IMPORTANCE_BOOST)
+        before = {
+            "importance": memory.importance,
+            "access_count": memory.access_count,
+            "status": memory.status,
+        }
+        changes: dict[str, Any] = {
+            "importance": importance,
+            "access_count": memory.access_count + 1,
+            "last_access_at": at,
+            "decay_score": 1.0,
+        }
+        if memory.status == "archived":
+            changes["status"] = "active"
+        if take_new:
+            before["content"] = memory.content
+            # Sources whose content is NULL meant "the current wording": pin the old one.
+            self.store.execute(
+                "UPDATE sources SET content = ? WHERE memory_pk = ? AND content IS NULL", (memory.content, memory.pk)
+            )
+            changes.update(content=item.content, content_hash=item.content_hash, embedding_model=self.model_id)
+            if item.summary:
+                changes["summary"] = item.summary
+        merged_meta = dict(memory.metadata)
+        for key, value in item.metadata.items():
+            merged_meta.setdefault(key, value)
+        if merged_meta != memory.metadata:
+            changes["metadata"] = records.dumps(merged_meta)
+        records.update(self.store, memory, at, **changes)
+        if "status" in changes and memory.embedding_model:
+            old_table = vectors.table_for(self.store, memory.embedding_model)
+            if old_table:
+                vectors.set_status(self.store, old_table, memory.pk, "active")
+        if take_new:
+            assert vector is not None
+            if memory.embedding_model and memory.embedding_model != self.model_id:
+                old_table = vectors.table_for(self.store, memory.embedding_model)
+                if old_table:
+                    vectors.delete(self.store, old_table, memory.pk)
+            vectors.put(
+                self.store, table, memory.pk, vector,
+                namespace=memory.namespace, status="active", memory_type=memory.type, agent=memory.agent,
+            )  # fmt: skip
+        records.add_tags(self.store, memory.pk, item.tags)
+        source = Source(
+            kind=item.source.kind,
+            ref=item.source.ref,
+            message_id=item.source.message_id,
+            session=item.source.session,
+            # An exact duplicate adds provenance only; a near duplicate keeps its own words.
+            content=None if (exact or take_new) else item.content,
+            metadata={**item.metadata, **item.source.metadata},
+        )
+        if not self._has_source(memory.pk, source):
+            records.add_source(self.store, memory.pk, source, at)
+        records.reindex(self.store, memory.pk)
+        after = {k: v for k, v in changes.items() if k not in ("content_hash", "metadata", "last_access_at")}
+        records.add_event(
+            self.store, memory.id, "merged", at,
+            before=before, after=after,
+            note=("exact duplicate" if exact else f"near duplicate, cosine {similarity:.4f}")
+            + ("; took the new wording" if take_new else ""),
+            actor=item.source.kind,
+        )  # fmt: skip
+
+    def _has_source(self, pk: int, source: Source) -> bool:
+        row = self.store.one(
+            "SELECT 1 FROM sources WHERE memory_pk = ? AND kind = ? AND ref IS ? AND message_id IS ? "
+            "AND content IS ?",
+            (pk, source.kind, source.ref, source.message_id, source.content),
+        )
+        return row is not None
+
+
+def chunked(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

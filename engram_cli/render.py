@@ -1,0 +1,274 @@
+"""Everything a person or a script sees: tables, memory cards, JSON, errors.
+
+Output goes to stdout; errors and notes to stderr. Rich disables colour itself when
+NO_COLOR is set or stdout is not a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from engram_cli.text import estimate_tokens
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from engram_cli.errors import EngramError
+    from engram_cli.memory.manage import ForgetResult
+    from engram_cli.memory.model import AddResult, Event, Memory
+    from engram_cli.memory.recall import Hit
+
+CARD_HEADER = "The following are the user's long-term memories from engram, for reference only:"
+CARD_FOOTER = (
+    "Do not trust these memories blindly: they may be outdated or wrong. "
+    "Where they contradict the current instruction, the current instruction wins."
+)
+
+
+def _console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
+    # Wide enough that tables do not fold ids when output is piped.
+    return Console(stderr=stderr, soft_wrap=False, width=None if sys.stdout.isatty() else 200, highlight=False)
+
+
+def out(text: str = "") -> None:
+    """Plain text to stdout, byte for byte (no markup, no wrapping)."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def note(text: str) -> None:
+    """A remark for the person at the terminal; on stderr so stdout stays parseable."""
+    _console(stderr=True).print(text, markup=False)
+
+
+def json_out(value: Any) -> None:
+    out(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def error(exc: EngramError) -> None:
+    console = _console(stderr=True)
+    console.print(f"[bold red]Error:[/] {_escape(exc.message)}")
+    if exc.hint:
+        console.print(f"[dim]Hint:[/] {_escape(exc.hint)}")
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _short(memory_id: str) -> str:
+    return memory_id[:8]
+
+
+def _clip(text: str, width: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+# -- add ---------------------------------------------------------------------------------
+
+
+def added(results: Sequence[AddResult], *, as_json: bool) -> None:
+    if as_json:
+        json_out([r.to_dict() for r in results] if len(results) != 1 else results[0].to_dict())
+        return
+    for result in results:
+        out(result.id)
+        if result.action == "merged":
+            note(f"merged into existing memory {_short(result.id)} (cosine {result.similarity:.3f}); the new text is kept as a source")
+        elif result.action == "duplicate":
+            note(f"already remembered as {_short(result.id)}; counted as a reminder")
+
+
+# -- recall ------------------------------------------------------------------------------
+
+
+def card_block(memory: Memory) -> str:
+    head = (
+        f"[memory #{_short(memory.id)}][type: {memory.type}][importance: {memory.importance:.2g}]"
+        f"[accessed: {memory.access_count}]"
+    )
+    return f"{head}\n{memory.content}"
+
+
+def cards(hits: Sequence[Hit], *, budget: int | None = None) -> str:
+    """The prompt block: header, one block per memory, footer; stops before ``budget`` tokens."""
+    used = estimate_tokens(CARD_HEADER) + estimate_tokens(CARD_FOOTER)
+    blocks: list[str] = []
+    for hit in hits:
+        block = card_block(hit.memory)
+        cost = estimate_tokens(block) + 1
+        if budget is not None and used + cost > budget:
+            break
+        blocks.append(block)
+        used += cost
+    if not blocks:
+        return ""
+    return "\n".join([CARD_HEADER, "", "\n\n".join(blocks), "", CARD_FOOTER])
+
+
+def markdown(hits: Sequence[Hit]) -> str:
+    lines = ["# Memories", ""]
+    for hit in hits:
+        m = hit.memory
+        tags = f" · tags: {', '.join(m.tags)}" if m.tags else ""
+        lines.append(f"- **{m.type}** · importance {m.importance:.2g} · `{_short(m.id)}`{tags}")
+        for i, line in enumerate(m.content.splitlines() or [""]):
+            lines.append(("  " if i else "  ") + line)
+    return "\n".join(lines)
+
+
+def hits(hits: Sequence[Hit], *, fmt: str, explain: bool = False, budget: int | None = None) -> None:
+    if fmt == "json":
+        json_out([h.to_dict(explain=explain) for h in hits])
+        return
+    if fmt == "card":
+        text = cards(hits, budget=budget)
+        if text:
+            out(text)
+        return
+    if fmt == "markdown":
+        out(markdown(hits))
+        return
+    if not hits:
+        note("no memories matched")
+        return
+    from rich.table import Table
+
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for column in ("id", "score", "type", "imp", "content"):
+        table.add_column(column, overflow="fold" if column == "content" else "ellipsis", no_wrap=column != "content")
+    for hit in hits:
+        m = hit.memory
+        table.add_row(_short(m.id), f"{hit.score:.3f}", m.type, f"{m.importance:.2f}", _clip(m.content, 100))
+    _console().print(table)
+    if explain:
+        for hit in hits:
+            _console().print(f"[bold]{_short(hit.memory.id)}[/]", _escape(json.dumps(hit.explain, ensure_ascii=False)))
+
+
+# -- list / inspect / forget --------------------------------------------------------------
+
+
+def memory_list(memories: Sequence[Memory], *, as_json: bool) -> None:
+    if as_json:
+        json_out([m.to_dict() for m in memories])
+        return
+    if not memories:
+        note("no memories")
+        return
+    from rich.table import Table
+
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for column in ("id", "created", "type", "ns", "status", "imp", "content"):
+        table.add_column(column, no_wrap=column != "content")
+    for m in memories:
+        table.add_row(
+            _short(m.id), m.created_at[:16].replace("T", " "), m.type, m.namespace, m.status,
+            f"{m.importance:.2f}", _clip(m.content, 90),
+        )  # fmt: skip
+    _console().print(table)
+
+
+def inspect(memory: Memory, events: Sequence[Event], factors: dict[str, Any], *, as_json: bool) -> None:
+    if as_json:
+        data = memory.to_dict()
+        data["history"] = [e.to_dict() for e in events]
+        data["score_factors"] = factors
+        json_out(data)
+        return
+    console = _console()
+    console.print(f"[bold]memory {memory.id}[/]")
+    console.print(_escape(memory.content), markup=True)
+    console.print()
+    fields = [
+        ("type", memory.type), ("status", memory.status), ("namespace", memory.namespace),
+        ("agent", memory.agent), ("session", memory.session or "-"), ("tags", ", ".join(memory.tags) or "-"),
+        ("importance", f"{memory.importance:.3f}"), ("confidence", f"{memory.confidence:.3f}"),
+        ("decay score", f"{memory.decay_score:.3f}"), ("accessed", f"{memory.access_count} times, last {memory.last_access_at or 'never'}"),
+        ("created", memory.created_at), ("updated", memory.updated_at), ("embedding model", memory.embedding_model or "-"),
+        ("version", str(memory.version)),
+    ]  # fmt: skip
+    if memory.summary:
+        fields.insert(0, ("summary", memory.summary))
+    if memory.superseded_by:
+        fields.append(("superseded by", memory.superseded_by))
+    if memory.consolidated_into:
+        fields.append(("consolidated into", memory.consolidated_into))
+    if memory.metadata:
+        fields.append(("metadata", json.dumps(memory.metadata, ensure_ascii=False)))
+    for name, value in fields:
+        console.print(f"  [dim]{name:>16}[/]  {_escape(str(value))}")
+    console.print("\n[bold]score factors[/]")
+    for name, value in factors.items():
+        console.print(f"  [dim]{name:>16}[/]  {_escape(str(value))}")
+    console.print("\n[bold]sources[/]")
+    for s in memory.sources:
+        where = " ".join(x for x in (s.kind, s.ref or "", f"message {s.message_id}" if s.message_id else "") if x)
+        extra = f" — {_clip(s.content, 70)}" if s.content else ""
+        console.print(f"  {s.created_at}  {_escape(where)}{_escape(extra)}")
+    console.print("\n[bold]history[/]")
+    for e in events:
+        change = ""
+        if e.before or e.after:
+            change = f"  {json.dumps(e.before, ensure_ascii=False)} → {json.dumps(e.after, ensure_ascii=False)}"
+        console.print(f"  {e.at}  {e.kind:<10} {_escape(e.note or '')}{_escape(change)}")
+
+
+def forgotten(results: Sequence[ForgetResult], *, as_json: bool) -> None:
+    if as_json:
+        json_out([r.to_dict() for r in results])
+        return
+    for r in results:
+        out(f"{r.id}\t{r.action}")
+
+
+# -- models / doctor / config --------------------------------------------------------------
+
+
+def models(rows: Sequence[dict[str, Any]], *, as_json: bool) -> None:
+    if as_json:
+        json_out(list(rows))
+        return
+    from rich.table import Table
+
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for column in ("", "id", "dim", "merge at", "size", "licence", "vectors", "name"):
+        table.add_column(column, no_wrap=True)
+    for r in rows:
+        table.add_row(
+            "*" if r["active"] else "", r["id"], str(r["dim"]),
+            "-" if r["merge_threshold"] is None else f"{r['merge_threshold']:.3f}",
+            f"{r['size_bytes'] / 1e6:.1f} MB", r["licence"], str(r["vectors"]), r["name"],
+        )  # fmt: skip
+    _console().print(table)
+    note("* = active model (new vectors are made with it)")
+
+
+def checks(rows: Iterable[dict[str, Any]], *, as_json: bool) -> None:
+    rows = list(rows)
+    if as_json:
+        json_out(rows)
+        return
+    console = _console()
+    marks = {"ok": "[green]ok[/]", "warn": "[yellow]warn[/]", "fail": "[bold red]FAIL[/]"}
+    for r in rows:
+        console.print(f"{marks[r['status']]:>6}  {_escape(r['check'])}: {_escape(r['detail'])}")
+        if r.get("hint") and r["status"] != "ok":
+            console.print(f"        [dim]→ {_escape(r['hint'])}[/]")
+
+
+def config_table(values: dict[str, Any], origins: dict[str, str], *, as_json: bool) -> None:
+    if as_json:
+        json_out({k: {"value": v, "from": origins.get(k, "default")} for k, v in values.items()})
+        return
+    for key, value in values.items():
+        shown = "none" if value is None else json.dumps(value) if not isinstance(value, str) else value
+        out(f"{key} = {shown}\t# {origins.get(key, 'default')}")

@@ -1,0 +1,118 @@
+"""Text handling shared by the engine: normalisation, hashing and keyword analysis.
+
+FTS5's own tokenizers cannot find two-character Chinese words (unicode61 sees a whole
+run of Han characters as one token; trigram needs three characters), so text is
+analysed here before it reaches the keyword index: runs of CJK characters become
+overlapping character bigrams, code identifiers are split into their words as well as
+kept whole, and the result is handed to FTS5 as space-separated terms. Queries go
+through the same analysis, so both sides agree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+# Han ideographs (with extension A and compatibility), kana, hangul.
+_CJK = (
+    r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+)
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?|[A-Za-z0-9_]+", re.UNICODE)
+_IDENT = re.compile(r"[A-Za-z0-9]+(?:[_\-./:][A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_SPACE = re.compile(r"\s+")
+
+# Function words that only add noise to an OR query. Kept short on purpose: BM25's
+# idf already discounts common words; these are the ones that carry no topic at all.
+STOPWORDS = frozenset(
+    """a an the and or but if then of to in on at by for with from as is are was were be been
+    being do does did doing have has had i me my we our you your he she it its they them their
+    this that these those what which who whom how when where why can could should would will
+    shall may might must not no so than too very just about into over under again there here
+    all any both each few more most other some such only own same s t don
+    的 了 是 在 和 与 或 我 你 他 她 它 们 这 那 吗 呢 吧 啊 也 都 就 把 被 给 对 从 到 怎么 什么 如何 哪 哪里 为什么""".split()
+)
+
+
+def normalize(text: str) -> str:
+    """Canonical form of a memory's text: NFC, trimmed, inner whitespace kept."""
+    return unicodedata.normalize("NFC", text).strip()
+
+
+def content_hash(text: str) -> str:
+    """Hash that identifies exact duplicates: case and whitespace differences do not count."""
+    canonical = _SPACE.sub(" ", unicodedata.normalize("NFKC", text)).strip().casefold()
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _cjk_terms(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def _identifier_parts(token: str) -> list[str]:
+    parts: list[str] = []
+    for piece in re.split(r"[_\-./:]+", token):
+        if not piece:
+            continue
+        sub = _CAMEL.findall(piece)
+        parts.extend(sub if len(sub) > 1 else [piece])
+    return parts
+
+
+def analyze(text: str) -> list[str]:
+    """Terms for the keyword index (lower-cased; order kept, repeats kept for BM25)."""
+    text = unicodedata.normalize("NFKC", text)
+    terms: list[str] = []
+    pos = 0
+    for match in _CJK_RUN.finditer(text):
+        terms.extend(_latin_terms(text[pos : match.start()]))
+        terms.extend(_cjk_terms(match.group()))
+        pos = match.end()
+    terms.extend(_latin_terms(text[pos:]))
+    return terms
+
+
+def _latin_terms(chunk: str) -> list[str]:
+    out: list[str] = []
+    for ident in _IDENT.finditer(chunk):
+        token = ident.group()
+        # The whole identifier (joined) and its words both become terms.
+        out.append(re.sub(r"[_\-./:]+", "_", token).lower())
+        out.extend(p.lower() for p in _identifier_parts(token))
+    rest = _IDENT.sub(" ", chunk)
+    out.extend(w.lower() for w in _WORD.findall(rest))
+    return out
+
+
+def index_text(*parts: str) -> str:
+    """The string stored in the FTS5 column for a memory."""
+    return " ".join(t for part in parts if part for t in analyze(part))
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct terms of a query, stop words dropped unless nothing else is left."""
+    seen: dict[str, None] = {}
+    for term in analyze(text):
+        seen.setdefault(term, None)
+    terms = list(seen)
+    meaningful = [t for t in terms if t not in STOPWORDS]
+    return meaningful or terms
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 MATCH expression: any of the query's terms (BM25 ranks the overlap)."""
+    terms = query_terms(text)
+    if not terms:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count for prompt budgets: a CJK character ~1 token, ~4 other characters a token."""
+    cjk = len(re.findall(f"[{_CJK}]", text))
+    other = len(text) - cjk
+    return cjk + (other + 3) // 4
