@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -147,7 +148,7 @@ class Engram:
         namespace: str | Sequence[str] | None = None,
         all_namespaces: bool = False,
         agent: str | None = None,
-        type: str | Sequence[str] | None = None,  # noqa: A002 - the JSON field name
+        type: str | Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
         since: str | None = None,
         until: str | None = None,
@@ -218,12 +219,12 @@ class Engram:
     def history(self, ref: str) -> tuple[Memory, list[Event]]:
         return manage.history(self.store, ref)
 
-    def list(self, *, limit: int = 20, offset: int = 0, **filters: Any) -> list[Memory]:
+    def list(self, *, limit: int = 20, offset: int = 0, **filters: Any) -> builtins.list[Memory]:
         """Memories, newest first."""
         flt = filters.pop("filters", None) or self.filters(**filters)
         return manage.list_memories(self.store, flt, limit=limit, offset=offset)
 
-    def forget(self, ref: str | Sequence[str], *, hard: bool = False) -> list[manage.ForgetResult]:
+    def forget(self, ref: str | Sequence[str], *, hard: bool = False) -> builtins.list[manage.ForgetResult]:
         """Archive (default) or purge (``hard=True``) memories."""
         refs = [ref] if isinstance(ref, str) else list(ref)
         return manage.forget(self.store, refs, hard=hard)

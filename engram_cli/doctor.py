@@ -44,7 +44,9 @@ def run(paths: configmod.Paths) -> list[dict[str, Any]]:
     results.append(_check("python", "ok", sys.version.split()[0]))
     try:
         cfg = configmod.load(paths)
-        results.append(_check("config", "ok", f"{paths.config_file} ({'present' if paths.config_file.exists() else 'defaults'})"))
+        results.append(
+            _check("config", "ok", f"{paths.config_file} ({'present' if paths.config_file.exists() else 'defaults'})")
+        )
     except EngramError as exc:
         results.append(_check("config", "fail", exc.message, exc.hint))
         return results
@@ -94,11 +96,18 @@ def run(paths: configmod.Paths) -> list[dict[str, Any]]:
                 active = store.setting("active_model") or active
                 if verdict == "ok":
                     results.append(
-                        _check("database", "ok", f"{db}: schema {store.schema_version()}, {count} memories, quick_check ok")
+                        _check(
+                            "database", "ok", f"{db}: schema {store.schema_version()}, {count} memories, quick_check ok"
+                        )
                     )
                 else:
                     results.append(
-                        _check("database", "fail", f"{db}: quick_check says {verdict}", "restore from a backup or export what is readable")
+                        _check(
+                            "database",
+                            "fail",
+                            f"{db}: quick_check says {verdict}",
+                            "restore from a backup or export what is readable",
+                        )
                     )
             finally:
                 store.close()

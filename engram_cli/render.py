@@ -82,7 +82,10 @@ def added(results: Sequence[AddResult], *, as_json: bool) -> None:
     for result in results:
         out(result.id)
         if result.action == "merged":
-            note(f"merged into existing memory {_short(result.id)} (cosine {result.similarity:.3f}); the new text is kept as a source")
+            note(
+                f"merged into existing memory {_short(result.id)} (cosine {result.similarity:.3f}); "
+                "the new text is kept as a source"
+            )
         elif result.action == "duplicate":
             note(f"already remembered as {_short(result.id)}; counted as a reminder")
 
@@ -120,8 +123,8 @@ def markdown(hits: Sequence[Hit]) -> str:
         m = hit.memory
         tags = f" · tags: {', '.join(m.tags)}" if m.tags else ""
         lines.append(f"- **{m.type}** · importance {m.importance:.2g} · `{_short(m.id)}`{tags}")
-        for i, line in enumerate(m.content.splitlines() or [""]):
-            lines.append(("  " if i else "  ") + line)
+        for line in m.content.splitlines() or [""]:
+            lines.append("  " + line)
     return "\n".join(lines)
 
 
@@ -192,9 +195,10 @@ def inspect(memory: Memory, events: Sequence[Event], factors: dict[str, Any], *,
         ("type", memory.type), ("status", memory.status), ("namespace", memory.namespace),
         ("agent", memory.agent), ("session", memory.session or "-"), ("tags", ", ".join(memory.tags) or "-"),
         ("importance", f"{memory.importance:.3f}"), ("confidence", f"{memory.confidence:.3f}"),
-        ("decay score", f"{memory.decay_score:.3f}"), ("accessed", f"{memory.access_count} times, last {memory.last_access_at or 'never'}"),
-        ("created", memory.created_at), ("updated", memory.updated_at), ("embedding model", memory.embedding_model or "-"),
-        ("version", str(memory.version)),
+        ("decay score", f"{memory.decay_score:.3f}"),
+        ("accessed", f"{memory.access_count} times, last {memory.last_access_at or 'never'}"),
+        ("created", memory.created_at), ("updated", memory.updated_at),
+        ("embedding model", memory.embedding_model or "-"), ("version", str(memory.version)),
     ]  # fmt: skip
     if memory.summary:
         fields.insert(0, ("summary", memory.summary))

@@ -15,9 +15,7 @@ import re
 import unicodedata
 
 # Han ideographs (with extension A and compatibility), kana, hangul.
-_CJK = (
-    r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-)
+_CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?|[A-Za-z0-9_]+", re.UNICODE)
 _IDENT = re.compile(r"[A-Za-z0-9]+(?:[_\-./:][A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*")
@@ -27,13 +25,18 @@ _SPACE = re.compile(r"\s+")
 # Function words that only add noise to an OR query. Kept short on purpose: BM25's
 # idf already discounts common words; these are the ones that carry no topic at all.
 STOPWORDS = frozenset(
-    """a an the and or but if then of to in on at by for with from as is are was were be been
-    being do does did doing have has had i me my we our you your he she it its they them their
-    this that these those what which who whom how when where why can could should would will
-    shall may might must not no so than too very just about into over under again there here
-    all any both each few more most other some such only own same s t don
-    的 了 是 在 和 与 或 我 你 他 她 它 们 这 那 吗 呢 吧 啊 也 都 就 把 被 给 对 从 到 怎么 什么 如何 哪 哪里 为什么""".split()
-)
+    [
+        "a", "an", "the", "and", "or", "but", "if", "then", "of", "to", "in", "on", "at", "by", "for", "with",
+        "from", "as", "is", "are", "was", "were", "be", "been", "being", "do", "does", "did", "doing", "have",
+        "has", "had", "i", "me", "my", "we", "our", "you", "your", "he", "she", "it", "its", "they", "them",
+        "their", "this", "that", "these", "those", "what", "which", "who", "whom", "how", "when", "where",
+        "why", "can", "could", "should", "would", "will", "shall", "may", "might", "must", "not", "no", "so",
+        "than", "too", "very", "just", "about", "into", "over", "under", "again", "there", "here", "all",
+        "any", "both", "each", "few", "more", "most", "other", "some", "such", "only", "own", "same", "s",
+        "t", "don",
+        "的", "了", "是", "在", "和", "与", "或", "我", "你", "他", "她", "它", "们", "这", "那", "吗", "呢", "吧", "啊", "也", "都", "就", "把", "被", "给", "对", "从", "到", "怎么", "什么", "如何", "哪", "哪里", "为什么",
+    ]
+)  # fmt: skip
 
 
 def normalize(text: str) -> str:

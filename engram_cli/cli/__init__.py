@@ -6,7 +6,6 @@ import logging
 import sys
 from typing import Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -17,17 +16,17 @@ from engram_cli.errors import EngramError
 class _Group(TyperGroup):
     """Maps domain errors to `Error: …` on stderr and an exit code, for every command."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except EngramError as exc:
             from engram_cli import render
 
             render.error(exc)
-            raise click.exceptions.Exit(exc.exit_code) from exc
+            raise typer.Exit(exc.exit_code) from exc
         except KeyboardInterrupt:
-            click.echo("Interrupted; nothing half-written was kept.", err=True)
-            raise click.exceptions.Exit(130) from None
+            sys.stderr.write("Interrupted; nothing half-written was kept.\n")
+            raise typer.Exit(130) from None
 
 
 app = typer.Typer(
@@ -43,7 +42,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        click.echo(f"engram {__version__}")
+        sys.stdout.write(f"engram {__version__}\n")
         raise typer.Exit()
 
 
@@ -51,7 +50,10 @@ def _version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     db: str | None = typer.Option(
-        None, "--db", metavar="PATH", help="Database file (default: $ENGRAM_DB, $ENGRAM_HOME/engram.db, or the user data dir)."
+        None,
+        "--db",
+        metavar="PATH",
+        help="Database file (default: $ENGRAM_DB, $ENGRAM_HOME/engram.db, or the user data dir).",
     ),
     verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="Log what happens (-vv for debug)."),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),

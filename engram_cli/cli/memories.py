@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from enum import Enum
+import sys
+from enum import StrEnum
 from typing import Annotated, Any
 
-import click
 import typer
 
 from engram_cli import render
@@ -28,7 +28,7 @@ SupersededOpt = Annotated[bool, typer.Option("--include-superseded", help="Also 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     table = "table"
     json = "json"
     card = "card"
@@ -42,7 +42,8 @@ def _app(ctx: typer.Context) -> AppContext:
 
 
 def _read_stdin() -> str:
-    data = click.get_binary_stream("stdin").read()
+    stream = getattr(sys.stdin, "buffer", None)
+    data: bytes = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -51,8 +51,12 @@ class Filters:
         self.tags = sorted({t.strip().lower() for t in self.tags if t.strip()})
         self.since = normalize_iso(self.since, what="--since") if self.since else None
         self.until = normalize_iso(self.until, what="--until") if self.until else None
-        self.accessed_since = normalize_iso(self.accessed_since, what="--accessed-since") if self.accessed_since else None
-        self.accessed_until = normalize_iso(self.accessed_until, what="--accessed-until") if self.accessed_until else None
+        self.accessed_since = (
+            normalize_iso(self.accessed_since, what="--accessed-since") if self.accessed_since else None
+        )
+        self.accessed_until = (
+            normalize_iso(self.accessed_until, what="--accessed-until") if self.accessed_until else None
+        )
 
     def sql(self, alias: str = "m") -> tuple[str, list[Any]]:
         """A WHERE clause (without the keyword) over memories aliased as ``alias``."""
@@ -193,7 +197,9 @@ def recall(
     """The ``k`` best memories for ``query`` among those that pass ``filters``."""
     query = textmod.normalize(query)
     if not query:
-        raise InvalidInput("the query is empty", hint='pass what you want to remember, e.g. engram recall "deploy steps"')
+        raise InvalidInput(
+            "the query is empty", hint='pass what you want to remember, e.g. engram recall "deploy steps"'
+        )
     if k < 1:
         raise InvalidInput(f"k must be at least 1, not {k}")
     where, params = filters.sql("m")

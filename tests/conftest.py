@@ -1,0 +1,75 @@
+"""Every test runs against its own ENGRAM_HOME, with the real store and the real bundled model."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from engram_cli.cli import app
+from engram_cli.store import connect
+
+ENV_VARS = ("ENGRAM_HOME", "ENGRAM_DB", "ENGRAM_NAMESPACE", "ENGRAM_AGENT", "ENGRAM_MODEL", "NO_COLOR")
+
+
+@pytest.fixture(autouse=True)
+def engram_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "engram-home"
+    monkeypatch.setenv("ENGRAM_HOME", str(home))
+    monkeypatch.setenv("NO_COLOR", "1")
+    return home
+
+
+@pytest.fixture
+def db_path(engram_home: Path) -> Path:
+    return engram_home / "engram.db"
+
+
+@pytest.fixture
+def rows(db_path: Path) -> Callable[..., list[tuple[Any, ...]]]:
+    """Query the test database directly, the way a person with sqlite3 would."""
+
+    def query(sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        store = connect(db_path)
+        try:
+            return [tuple(r) for r in store.rows(sql, params)]
+        finally:
+            store.close()
+
+    return query
+
+
+class Cli:
+    def __init__(self) -> None:
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, input: str | bytes | None = None, ok: bool = True) -> Any:
+        result = self.runner.invoke(app, list(args), input=input, catch_exceptions=False)
+        if ok and result.exit_code != 0:
+            raise AssertionError(
+                f"engram {' '.join(args)} exited {result.exit_code}:\n{result.output}\n{result.stderr}"
+            )
+        return result
+
+
+@pytest.fixture
+def cli() -> Cli:
+    return Cli()
+
+
+@pytest.fixture
+def engram(engram_home: Path) -> Iterator[Any]:
+    from engram_cli import Engram
+
+    with Engram.open() as mem:
+        yield mem
+
+
+def pytest_report_header() -> str:
+    return f"ENGRAM test models dir: {os.environ.get('ENGRAM_MODELS_DIR', '(bundled)')}"
