@@ -23,6 +23,13 @@ TypeOpt = Annotated[
 TagOpt = Annotated[list[str] | None, typer.Option("--tag", "-t", help="Require this tag (repeatable: all must match).")]
 SinceOpt = Annotated[str | None, typer.Option("--since", help="Created at or after (ISO 8601 or a span like 7d).")]
 UntilOpt = Annotated[str | None, typer.Option("--until", help="Created at or before (ISO 8601 or a span like 7d).")]
+AccessedSinceOpt = Annotated[
+    str | None, typer.Option("--accessed-since", help="Last accessed at or after (ISO 8601 or a span like 30d).")
+]
+AccessedUntilOpt = Annotated[
+    str | None, typer.Option("--accessed-until", help="Last accessed at or before (ISO 8601 or a span like 30d).")
+]
+SessionOpt = Annotated[str | None, typer.Option("--session", help="Only memories of this session id.")]
 ArchivedOpt = Annotated[bool, typer.Option("--include-archived", help="Also archived memories.")]
 SupersededOpt = Annotated[bool, typer.Option("--include-superseded", help="Also superseded memories.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
@@ -100,6 +107,10 @@ def recall(
     tag: TagOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
+    accessed_since: AccessedSinceOpt = None,
+    accessed_until: AccessedUntilOpt = None,
+    session: SessionOpt = None,
+    model: Annotated[str | None, typer.Option("--model", help="Only memories embedded by this model id.")] = None,
     include_archived: ArchivedOpt = False,
     include_superseded: SupersededOpt = False,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="table, json, card (prompt block) or markdown.")] = (
@@ -118,7 +129,8 @@ def recall(
     engram = _app(ctx).engram()
     hits = engram.recall(
         query, k=k, namespace=namespace, all_namespaces=all_namespaces, agent=agent, type=mtype, tags=tag,
-        since=since, until=until, include_archived=include_archived, include_superseded=include_superseded,
+        since=since, until=until, accessed_since=accessed_since, accessed_until=accessed_until, session=session,
+        embedding_model=model, include_archived=include_archived, include_superseded=include_superseded,
         bump=False if no_touch else None,
     )  # fmt: skip
     render.hits(hits, fmt="json" if as_json else fmt.value, explain=explain, budget=budget)
@@ -147,6 +159,9 @@ def list_(
     tag: TagOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
+    accessed_since: AccessedSinceOpt = None,
+    accessed_until: AccessedUntilOpt = None,
+    session: SessionOpt = None,
     status: Annotated[
         list[str] | None, typer.Option("--status", help="active, superseded, archived (repeatable).")
     ] = None,
@@ -160,7 +175,8 @@ def list_(
     statuses = ["active", "superseded", "archived"] if all_statuses else status
     memories = _app(ctx).engram().list(
         limit=limit, offset=offset, namespace=namespace, all_namespaces=all_namespaces, agent=agent, type=mtype,
-        tags=tag, since=since, until=until, status=statuses, include_archived=include_archived,
+        tags=tag, since=since, until=until, accessed_since=accessed_since, accessed_until=accessed_until,
+        session=session, status=statuses, include_archived=include_archived,
     )  # fmt: skip
     render.memory_list(memories, as_json=as_json)
 
