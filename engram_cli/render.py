@@ -88,6 +88,11 @@ def added(results: Sequence[AddResult], *, as_json: bool) -> None:
             )
         elif result.action == "duplicate":
             note(f"already remembered as {_short(result.id)}; counted as a reminder")
+        elif result.similar_id:
+            note(
+                f"similar to memory {_short(result.similar_id)} (cosine {result.similarity:.3f}) but kept apart: "
+                + "; ".join(result.kept_apart_because or [])
+            )
 
 
 # -- recall ------------------------------------------------------------------------------

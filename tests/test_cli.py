@@ -104,12 +104,12 @@ def test_recall_formats(cli: Any) -> None:
     cli("add", "Deploys go through make release", "--importance", "0.9")
     cli("add", "用户喜欢用 pnpm 管理依赖")
     table = cli("recall", "how do we deploy")
-    assert "make release" in table.stdout
+    assert "make release" in table.stdout  # this first recall counts as an access
     card = cli("recall", "how do we deploy", "--format", "card", "-k", "1").stdout
     lines = card.strip().splitlines()
     assert lines[0] == CARD_HEADER and lines[-1] == CARD_FOOTER
     assert any(
-        line.startswith("[memory #") and "[type: semantic][importance: 0.9][accessed: 0]" in line for line in lines
+        line.startswith("[memory #") and "[type: semantic][importance: 0.9][accessed: 1]" in line for line in lines
     )
     md = cli("recall", "pnpm", "--format", "markdown").stdout
     assert md.startswith("# Memories") and "pnpm" in md
@@ -119,12 +119,12 @@ def test_card_budget_stops_before_overflow(cli: Any) -> None:
     for i in range(6):
         cli("add", f"Service number {i} is deployed to the cluster named orbit-{i} every night", "--no-merge")
     full = cli("recall", "service cluster", "--format", "card", "-k", "6").stdout
-    small = cli("recall", "service cluster", "--format", "card", "-k", "6", "--budget", "90").stdout
+    small = cli("recall", "service cluster", "--format", "card", "-k", "6", "--budget", "140").stdout
     assert full.count("[memory #") == 6
     assert 0 < small.count("[memory #") < 6
     from engram_cli.text import estimate_tokens
 
-    assert estimate_tokens(small) <= 90 + 2  # newlines between blocks are not counted as tokens
+    assert estimate_tokens(small) <= 140 + 2  # newlines between blocks are not counted as tokens
     none = cli("recall", "service cluster", "--format", "card", "--budget", "5").stdout
     assert none == ""
 

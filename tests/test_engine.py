@@ -142,8 +142,8 @@ def test_recall_score_is_relevance_times_importance_times_decay(engram: Engram) 
 
 
 def test_importance_breaks_ties_between_equally_relevant(engram: Engram) -> None:
-    low = engram.add("Deploy the web app with make deploy-web", importance=0.1)
-    high = engram.add("Deploy the API with make deploy-api", importance=1.0)
+    low = engram.add("Deploy the web app with make deploy-web", importance=0.1, no_merge=True)
+    high = engram.add("Deploy the API with make deploy-api", importance=1.0, no_merge=True)
     ids = [h.memory.id for h in engram.recall("how to deploy", k=2, bump=False)]
     assert ids == [high.id, low.id]
 

@@ -136,6 +136,9 @@ class AddResult:
     action: str  # "created", "merged" or "duplicate"
     memory: Memory
     similarity: float | None = None
+    # Set when a near neighbour passed the cosine threshold but was a different fact.
+    similar_id: str | None = None
+    kept_apart_because: list[str] | None = None
 
     @property
     def id(self) -> str:
@@ -146,7 +149,9 @@ class AddResult:
         return self.action != "created"
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"action": self.action, "similarity": self.similarity}
+        out: dict[str, Any] = {"action": self.action, "similarity": self.similarity}
+        if self.similar_id:
+            out["similar_to"] = {"id": self.similar_id, "kept_apart_because": self.kept_apart_because}
         out.update(self.memory.to_dict())
         return out
 

@@ -22,6 +22,7 @@ from engram_cli.memory.model import (
     Memory,
     Source,
 )
+from engram_cli.memory.similarity import merge_decision
 from engram_cli.store import vectors
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now, normalize_iso
@@ -31,6 +32,8 @@ log = logging.getLogger(__name__)
 # Each merge is a reminder: the surviving memory becomes a little more important.
 MERGE_IMPORTANCE_BOOST = 0.05
 MAX_RETRIES = 5
+# Neighbours above the threshold that are looked at before deciding to create.
+MERGE_CANDIDATES = 3
 MAX_CONTENT_CHARS = 100_000
 
 # The keys a caller may pass for one memory (CLI options, API keywords, JSONL fields).
@@ -234,18 +237,26 @@ class Writer:
             rows[item.content] = len(matrix)
             matrix = np.vstack([matrix, self.embed([item.content])])
         vector = matrix[rows[item.content]]
+        kept_apart: tuple[str, float, list[str]] | None = None
         if self.policy.enabled:
             near = vectors.knn(
-                self.store, table, vector, 1,
+                self.store, table, vector, MERGE_CANDIDATES,
                 namespaces=[item.namespace], statuses=["active"], agent=item.agent,
             )  # fmt: skip
-            if near and near[0][1] >= self.policy.threshold:
-                pk, similarity = near[0]
+            for pk, similarity in near:
                 memory = records.load(self.store, pk, with_sources=False)
+                merge, blockers = merge_decision(memory.content, item.content, similarity, self.policy.threshold)
+                if not merge:
+                    if blockers and kept_apart is None:
+                        kept_apart = (memory.id, round(similarity, 6), blockers)
+                    continue
                 self._fold(memory, item, vector, similarity=similarity, table=table, at=now)
                 return AddResult("merged", records.load(self.store, pk), similarity=round(similarity, 6))
         pk = self._insert(table, item, vector, now)
-        return AddResult("created", records.load(self.store, pk))
+        result = AddResult("created", records.load(self.store, pk))
+        if kept_apart:
+            result.similar_id, result.similarity, result.kept_apart_because = kept_apart
+        return result
 
     def _insert(self, table: str, item: NewMemory, vector: np.ndarray, now: str) -> int:
         memory_id = records.new_id()
@@ -288,17 +299,13 @@ class Writer:
     ) -> None:
         """Fold a duplicate or near-duplicate into an existing memory, losing nothing.
 
-        The wording kept is the more important one; on a tie the newer text wins,
-        except that a high-importance memory always keeps its own words. The other
-        text is kept as a source (a supplement), so the merge is reversible by hand.
+        The existing wording stays unless the newcomer is strictly more important and
+        the existing memory is not itself of high importance (which always keeps its
+        words). Keeping the wording on ties means re-adding a text never flips it. The
+        other text is kept as a source (a supplement), so the merge is reversible by hand.
         """
         exact = vector is None
-        take_new = (
-            not exact
-            and memory.importance < HIGH_IMPORTANCE
-            and item.importance >= memory.importance
-            and item.content != memory.content
-        )
+        take_new = not exact and memory.importance < HIGH_IMPORTANCE and item.importance > memory.importance
         importance = min(1.0, max(memory.importance, item.importance) + MERGE_IMPORTANCE_BOOST)
         before = {
             "importance": memory.importance,

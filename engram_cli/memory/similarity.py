@@ -1,0 +1,120 @@
+"""When two similar texts are the same memory: the lexical guard that backs the cosine threshold.
+
+Small embedding models place "the user prefers pnpm" and "the user prefers npm" at
+cosine ~0.97: the sentences share everything but the one word that matters. Merging
+such a pair would fold two different facts into one, so a merge needs both a cosine
+at or above the model's calibrated threshold *and* no lexical sign of a different
+fact. The signs are deliberately simple and explainable:
+
+- different numbers (ports, versions, counts, times);
+- opposite polarity (one side negates: not / never / 不 / 别 …);
+- a change marker on one side only ("from now on", "instead of", 以后, 改用 …): that
+  is a correction of the old fact, handled as supersession, never as a merge;
+- a word swap: both texts have terms the other lacks while sharing most of the rest
+  (pnpm vs npm, Tuesday vs Thursday, 杭州 vs 北京).
+
+Precision comes first: a wrong merge hides a fact, a missed merge only leaves a
+near-duplicate that compaction can fold later.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from engram_cli import text as textmod
+
+_NUMBER = re.compile(r"\d+(?:[.:]\d+)*")
+_NEGATION_EN = re.compile(
+    r"\b(?:not|never|no|none|nothing|neither|nor|without|avoid|stop|cannot)\b|n't\b|\bdont\b", re.IGNORECASE
+)
+_NEGATION_ZH = re.compile("不|没|别|勿|无需|禁止|避免|未")
+CHANGE_MARKERS_EN = (
+    "from now on", "no longer", "instead of", "instead", "not anymore", "any more", "anymore", "switch to",
+    "switched to", "stop using", "going forward", "replaced with", "replace it with", "rather than",
+)  # fmt: skip
+CHANGE_MARKERS_ZH = (
+    "以后",
+    "今后",
+    "从现在起",
+    "从现在开始",
+    "不再",
+    "改用",
+    "改成",
+    "改为",
+    "换成",
+    "不要再",
+    "别再",
+    "取代",
+    "代替",
+)
+_CHANGE = re.compile(
+    "|".join(
+        [r"\b" + re.escape(m).replace(r"\ ", r"\s+") + r"\b" for m in CHANGE_MARKERS_EN]
+        + [re.escape(m) for m in CHANGE_MARKERS_ZH]
+    ),
+    re.IGNORECASE,
+)
+# Words that flip a fact although they are stop words elsewhere.
+_POLAR_WORDS = frozenset(
+    {"on", "off", "no", "not", "never", "more", "less", "before", "after", "up", "down", "in", "out"}
+)
+# A two-sided difference counts as a swap when the texts share at least this much.
+SWAP_OVERLAP = 0.4
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > 4 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def _terms(text: str) -> set[str]:
+    return {_stem(t) for t in textmod.analyze(text) if t not in textmod.STOPWORDS or t in _POLAR_WORDS}
+
+
+def negates(text: str) -> bool:
+    return bool(_NEGATION_EN.search(text) or _NEGATION_ZH.search(text))
+
+
+def change_marker(text: str) -> str | None:
+    """The first change marker in ``text`` ("from now on", "改用" …), if any."""
+    match = _CHANGE.search(text)
+    return match.group(0) if match else None
+
+
+def merge_blockers(a: str, b: str) -> list[str]:
+    """Reasons why two similar texts are different memories; empty when they may merge."""
+    reasons: list[str] = []
+    if Counter(_NUMBER.findall(a)) != Counter(_NUMBER.findall(b)):
+        reasons.append("different numbers")
+    if negates(a) != negates(b):
+        reasons.append("opposite polarity")
+    if (change_marker(a) is None) != (change_marker(b) is None):
+        reasons.append("one side states a change")
+    ta, tb = _terms(a), _terms(b)
+    only_a, only_b = ta - tb, tb - ta
+    if only_a and only_b and ta | tb and len(ta & tb) / len(ta | tb) >= SWAP_OVERLAP:
+        reasons.append("a word was swapped: " + ", ".join(sorted(only_a)[:3]) + " / " + ", ".join(sorted(only_b)[:3]))
+    return reasons
+
+
+def same_words(a: str, b: str) -> bool:
+    """The same words in the same order: only case, punctuation or spacing differ."""
+    return textmod.analyze(a) == textmod.analyze(b)
+
+
+def merge_decision(existing: str, new: str, cosine: float, threshold: float) -> tuple[bool, list[str]]:
+    """Whether ``new`` folds into ``existing``, and the blockers when similar but different.
+
+    Texts with the same words merge whatever the model says (a trailing "!" moves an
+    int8 e5 vector by ~0.04); otherwise the cosine must reach the model's threshold
+    and no lexical blocker may apply.
+    """
+    if same_words(existing, new):
+        return True, []
+    if cosine < threshold:
+        return False, []
+    blockers = merge_blockers(existing, new)
+    return not blockers, blockers
