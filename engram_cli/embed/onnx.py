@@ -1,0 +1,137 @@
+"""The ONNX embedder: tokenizers + onnxruntime, mean pooling and L2 normalisation in numpy.
+
+Heavy imports (numpy, onnxruntime, tokenizers) happen inside functions so that importing this module is cheap.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from engram_cli.embed.manifest import ModelManifest
+from engram_cli.errors import InvalidInput, ModelError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+log = logging.getLogger(__name__)
+
+MODEL_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+PAD_TOKENS = ("<pad>", "[PAD]")
+
+
+class OnnxEmbedder:
+    """Embeds texts with a shipped ONNX encoder. Thread-safe: onnxruntime sessions and tokenizers are."""
+
+    def __init__(self, manifest: ModelManifest, *, threads: int | None = None) -> None:
+        self.manifest = manifest
+        self.model_id = manifest.id
+        self.dim = manifest.dim
+        self._tokenizer = _load_tokenizer(manifest)
+        self._session = _load_session(manifest, threads)
+        self._pad_id = next((i for t in PAD_TOKENS if (i := self._tokenizer.token_to_id(t)) is not None), 0)
+
+    def __repr__(self) -> str:
+        return f"OnnxEmbedder({self.model_id!r}, dim={self.dim})"
+
+    def embed_batch(
+        self,
+        texts: Sequence[str],
+        *,
+        kind: Literal["query", "passage"] = "passage",
+        batch_size: int = 32,
+    ) -> np.ndarray:
+        """Embed ``texts`` as queries or passages: float32 array (len(texts), dim), rows of unit length.
+
+        The manifest's prefix for ``kind`` is added and inputs are truncated to the model's ``max_tokens``.
+        Texts are sorted by token count into batches of ``batch_size`` so that little padding is computed.
+        """
+        import numpy as np
+
+        if kind not in ("query", "passage"):
+            raise InvalidInput(f"kind must be 'query' or 'passage', not {kind!r}")
+        if batch_size < 1:
+            raise InvalidInput(f"batch_size must be at least 1, not {batch_size}")
+        if isinstance(texts, str):
+            raise InvalidInput("embed_batch takes a sequence of texts, not a single string")
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        prefix = self.manifest.prefix(kind)
+        encodings = self._tokenizer.encode_batch([prefix + text for text in texts])
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
+        order = np.argsort(lengths, kind="stable")
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            width = int(lengths[rows].max())
+            ids = np.full((len(rows), width), self._pad_id, dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for r, i in enumerate(rows):
+                n = int(lengths[i])
+                ids[r, :n] = encodings[i].ids
+                mask[r, :n] = 1
+            hidden = self._session.run(["last_hidden_state"], {"input_ids": ids, "attention_mask": mask})[0]
+            out[rows] = _mean_pool(hidden, mask, normalize=self.manifest.normalize)
+        return out
+
+
+def _mean_pool(hidden: np.ndarray, mask: np.ndarray, *, normalize: bool) -> np.ndarray:
+    import numpy as np
+
+    weights = mask.astype(np.float32)[:, :, None]
+    pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+    if normalize:
+        pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+    result: np.ndarray = pooled.astype(np.float32, copy=False)
+    return result
+
+
+def _require(manifest: ModelManifest, name: str) -> str:
+    path = manifest.file(name)
+    if not path.is_file():
+        raise ModelError(
+            f"model {manifest.id} is missing {name} (looked in {manifest.path})",
+            hint="reinstall engram, or rebuild the models with scripts/build_models.py",
+        )
+    return str(path)
+
+
+def _load_tokenizer(manifest: ModelManifest) -> Any:
+    from tokenizers import Tokenizer
+
+    path = _require(manifest, TOKENIZER_FILE)
+    try:
+        tokenizer = Tokenizer.from_file(path)
+    except Exception as exc:  # tokenizers raises a bare Exception for a malformed file
+        raise _corrupt(manifest, TOKENIZER_FILE, exc) from exc
+    # The runtime pads per batch itself; a padding setting inside the file would pad every text to a fixed size.
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=manifest.max_tokens)
+    return tokenizer
+
+
+def _load_session(manifest: ModelManifest, threads: int | None) -> Any:
+    import onnxruntime as ort
+
+    path = _require(manifest, MODEL_FILE)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    # Basic (constant folding, redundant node removal) is as fast at run time as "all" for these int8 graphs
+    # and does not depend on the CPU the model runs on.
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    if threads:
+        options.intra_op_num_threads = threads
+    try:
+        return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf types
+        raise _corrupt(manifest, MODEL_FILE, exc) from exc
+
+
+def _corrupt(manifest: ModelManifest, name: str, exc: Exception) -> ModelError:
+    log.debug("loading %s of %s failed", name, manifest.id, exc_info=exc)
+    return ModelError(
+        f"model {manifest.id}: {name} cannot be loaded ({type(exc).__name__}: {str(exc)[:200]})",
+        hint="the file is probably damaged; reinstall engram or rebuild the models with scripts/build_models.py",
+    )
