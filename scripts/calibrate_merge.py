@@ -167,11 +167,11 @@ def model_ids(available: Iterable[Any]) -> list[str]:
 def pair_cosines(model_id: str, pairs: Sequence[Pair]) -> np.ndarray:
     """Cosine of each pair under ``model_id`` (vectors are L2-normalised, so cosine = dot).
 
-    Each text is embedded on its own. The int8 models quantise activations
-    dynamically per batch, so a text's vector shifts slightly with whatever else
-    is in its batch (cosine to itself down to ~0.99 for e5-small). A memory is
-    embedded alone when it is written, and one-at-a-time embedding also keeps each
-    pair's cosine independent of the rest of the data file.
+    Each text is embedded on its own, as a memory is when it is written. An int8
+    build whose activation quantisation range is taken over the whole batch makes
+    a vector depend on its batch neighbours (an early e5 build dynamically
+    quantised per tensor moved texts to cosine 0.991 with themselves); embedding
+    one at a time keeps each pair's cosine independent of the rest of the file.
     """
     from engram_cli.embed import load_embedder
 
