@@ -1,4 +1,4 @@
-"""The ONNX embedder: tokenizers + onnxruntime, mean pooling and L2 normalisation in numpy.
+"""The ONNX embedder: tokenize, run the encoder with onnxruntime, mean-pool and L2-normalise in numpy.
 
 Heavy imports (numpy, onnxruntime, tokenizers) happen inside functions so that importing this module is cheap.
 """
@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from engram_cli.embed.manifest import ModelManifest
+from engram_cli.embed.tokenize import TextEncoder, load_text_encoder
 from engram_cli.errors import InvalidInput, ModelError
 
 if TYPE_CHECKING:
@@ -19,19 +21,17 @@ log = logging.getLogger(__name__)
 
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
-PAD_TOKENS = ("<pad>", "[PAD]")
 
 
 class OnnxEmbedder:
-    """Embeds texts with a shipped ONNX encoder. Thread-safe: onnxruntime sessions and tokenizers are."""
+    """Embeds texts with a shipped ONNX encoder."""
 
     def __init__(self, manifest: ModelManifest, *, threads: int | None = None) -> None:
         self.manifest = manifest
         self.model_id = manifest.id
         self.dim = manifest.dim
-        self._tokenizer = _load_tokenizer(manifest)
+        self._encoder = _load_encoder(manifest)
         self._session = _load_session(manifest, threads)
-        self._pad_id = next((i for t in PAD_TOKENS if (i := self._tokenizer.token_to_id(t)) is not None), 0)
 
     def __repr__(self) -> str:
         return f"OnnxEmbedder({self.model_id!r}, dim={self.dim})"
@@ -60,17 +60,17 @@ class OnnxEmbedder:
         if not texts:
             return out
         prefix = self.manifest.prefix(kind)
-        encodings = self._tokenizer.encode_batch([prefix + text for text in texts])
-        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
+        encodings = self._encoder.encode_batch([prefix + text for text in texts])
+        lengths = np.fromiter((len(ids) for ids in encodings), dtype=np.int64, count=len(encodings))
         order = np.argsort(lengths, kind="stable")
         for start in range(0, len(order), batch_size):
             rows = order[start : start + batch_size]
             width = int(lengths[rows].max())
-            ids = np.full((len(rows), width), self._pad_id, dtype=np.int64)
+            ids = np.full((len(rows), width), self._encoder.pad_id, dtype=np.int64)
             mask = np.zeros((len(rows), width), dtype=np.int64)
             for r, i in enumerate(rows):
                 n = int(lengths[i])
-                ids[r, :n] = encodings[i].ids
+                ids[r, :n] = encodings[i]
                 mask[r, :n] = 1
             hidden = self._session.run(["last_hidden_state"], {"input_ids": ids, "attention_mask": mask})[0]
             out[rows] = _mean_pool(hidden, mask, normalize=self.manifest.normalize)
@@ -98,18 +98,12 @@ def _require(manifest: ModelManifest, name: str) -> str:
     return str(path)
 
 
-def _load_tokenizer(manifest: ModelManifest) -> Any:
-    from tokenizers import Tokenizer
-
+def _load_encoder(manifest: ModelManifest) -> TextEncoder:
     path = _require(manifest, TOKENIZER_FILE)
     try:
-        tokenizer = Tokenizer.from_file(path)
-    except Exception as exc:  # tokenizers raises a bare Exception for a malformed file
-        raise _corrupt(manifest, TOKENIZER_FILE, exc) from exc
-    # The runtime pads per batch itself; a padding setting inside the file would pad every text to a fixed size.
-    tokenizer.no_padding()
-    tokenizer.enable_truncation(max_length=manifest.max_tokens)
-    return tokenizer
+        return load_text_encoder(Path(path).parent, manifest.max_tokens)
+    except Exception as exc:  # json, KeyError, or tokenizers' bare Exception for a malformed file
+        raise _corrupt(manifest, "tokenizer", exc) from exc
 
 
 def _load_session(manifest: ModelManifest, threads: int | None) -> Any:
