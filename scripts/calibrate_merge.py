@@ -188,10 +188,16 @@ def pair_cosines(model_id: str, pairs: Sequence[Pair]) -> np.ndarray:
 # ------------------------------------------------------------------------ scoring
 
 
-def score(cos: np.ndarray, is_merge: np.ndarray, threshold: float) -> Scores:
+def decide(cos: np.ndarray, same: np.ndarray, blocked: np.ndarray, threshold: float) -> np.ndarray:
+    """The engine's merge decision (engram_cli.memory.similarity.merge_decision), vectorised:
+    same words always merge; otherwise the cosine must reach the threshold with no lexical blocker."""
     # Round before comparing so a cosine of 0.92499999 vs a threshold of 0.925
     # cannot flip between platforms on float noise.
-    pred = np.round(cos, 6) >= threshold
+    return np.asarray(same | ((np.round(cos, 6) >= threshold) & ~blocked))
+
+
+def score(cos: np.ndarray, is_merge: np.ndarray, threshold: float, same: np.ndarray, blocked: np.ndarray) -> Scores:
+    pred = decide(cos, same, blocked, threshold)
     tp = int(np.sum(pred & is_merge))
     fp = int(np.sum(pred & ~is_merge))
     fn = int(np.sum(~pred & is_merge))
@@ -199,8 +205,17 @@ def score(cos: np.ndarray, is_merge: np.ndarray, threshold: float) -> Scores:
     return Scores(threshold, tp, fp, fn, tn)
 
 
-def sweep(cos: np.ndarray, is_merge: np.ndarray) -> list[Scores]:
-    return [score(cos, is_merge, t) for t in THRESHOLDS]
+def sweep(cos: np.ndarray, is_merge: np.ndarray, same: np.ndarray, blocked: np.ndarray) -> list[Scores]:
+    return [score(cos, is_merge, t, same, blocked) for t in THRESHOLDS]
+
+
+def lexical(pairs: Sequence[Pair]) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair: same words (always merges), and whether a lexical blocker applies."""
+    from engram_cli.memory.similarity import merge_blockers, same_words
+
+    same = np.array([same_words(p.a, p.b) for p in pairs])
+    blocked = np.array([bool(merge_blockers(p.a, p.b)) for p in pairs])
+    return same, blocked
 
 
 def choose(rows: Sequence[Scores]) -> tuple[Scores, bool]:
@@ -252,8 +267,13 @@ def calibrate_model(
             f"distinct={dc.mean():.4f} (max {dc.max():.4f})  n={int(m.sum())}"
         )
 
-    rows = sweep(cos[cal_mask], is_merge[cal_mask])
-    per_lang = {lang: sweep(cos[langs == lang], is_merge[langs == lang]) for lang in LANGS if (langs == lang).any()}
+    same, blocked = lexical(pairs)
+    rows = sweep(cos[cal_mask], is_merge[cal_mask], same[cal_mask], blocked[cal_mask])
+    per_lang = {
+        lang: sweep(cos[langs == lang], is_merge[langs == lang], same[langs == lang], blocked[langs == lang])
+        for lang in LANGS
+        if (langs == lang).any()
+    }
     header = f"  {'thr':>6} | {'P':>5} {'R':>5} {'F1':>5} | " + " | ".join(
         f"{lang + ' P':>8} {lang + ' R':>6} {lang + ' F1':>7}" for lang in per_lang
     )
@@ -278,7 +298,7 @@ def calibrate_model(
         tag = "" if lang in cal_langs else "  (not used for calibration)"
         print(f"    {lang:5s}: {_fmt(lrows[idx])}{tag}")
 
-    pred = np.round(cos, 6) >= best.threshold
+    pred = decide(cos, same, blocked, best.threshold)
     by_relation: dict[str, list[int]] = {}
     for i, p in enumerate(pairs):
         if cal_mask[i] and not is_merge[i]:

@@ -104,12 +104,12 @@ def test_recall_formats(cli: Any) -> None:
     cli("add", "Deploys go through make release", "--importance", "0.9")
     cli("add", "用户喜欢用 pnpm 管理依赖")
     table = cli("recall", "how do we deploy")
-    assert "make release" in table.stdout  # this first recall counts as an access
+    assert "make release" in table.stdout  # counts as an access; the card shows the stored count after its own
     card = cli("recall", "how do we deploy", "--format", "card", "-k", "1").stdout
     lines = card.strip().splitlines()
     assert lines[0] == CARD_HEADER and lines[-1] == CARD_FOOTER
     assert any(
-        line.startswith("[memory #") and "[type: semantic][importance: 0.9][accessed: 1]" in line for line in lines
+        line.startswith("[memory #") and "[type: semantic][importance: 0.9][accessed: 2]" in line for line in lines
     )
     md = cli("recall", "pnpm", "--format", "markdown").stdout
     assert md.startswith("# Memories") and "pnpm" in md

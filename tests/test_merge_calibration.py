@@ -104,7 +104,8 @@ def test_manifest_threshold_keeps_precision(model_id):
 
     cos = cm.pair_cosines(model_id, pairs)
     is_merge = np.array([p.label == "merge" for p in pairs])
-    scores = cm.score(cos, is_merge, threshold)
+    same, blocked = cm.lexical(pairs)
+    scores = cm.score(cos, is_merge, threshold, same, blocked)
 
     # Something must still merge: precision is vacuously 1.0 when nothing does.
     assert scores.tp > 0, f"{model_id}: nothing merges at {threshold}"
