@@ -23,7 +23,7 @@ DB_FILENAME = "engram.db"
 DEFAULTS: dict[str, Any] = {
     "namespace": "default",
     "agent": "user",
-    "model": "multilingual-e5-small-int8-v1",
+    "model": "multilingual-e5-small-q4-v1",
     "merge": {
         "enabled": True,
         "threshold": None,

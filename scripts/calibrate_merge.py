@@ -55,7 +55,7 @@ FALLBACK_MIN_RECALL = 0.3
 
 # Models whose tokenizer/training covers English only. A manifest may also say
 # so itself through a "languages" list.
-ENGLISH_ONLY_MODELS = frozenset({"all-minilm-l6-v2-int8-v1"})
+ENGLISH_ONLY_MODELS = frozenset({"all-minilm-l6-v2-q8-v1"})
 
 LABELS = ("merge", "distinct")
 LANGS = ("en", "zh", "mixed")

@@ -38,8 +38,8 @@ from make_model_reference import (  # noqa: E402
 
 from engram_cli.embed import load_embedder, load_manifest, verify  # noqa: E402
 
-E5 = "multilingual-e5-small-int8-v1"
-MINILM = "all-minilm-l6-v2-int8-v1"
+E5 = "multilingual-e5-small-q4-v1"
+MINILM = "all-minilm-l6-v2-q8-v1"
 
 
 def cos_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -170,8 +170,8 @@ def test_namespaces_from_flag_and_all(cli: Any) -> None:
 def test_models_lists_the_active_one(cli: Any) -> None:
     models = json.loads(cli("models", "--json").stdout)
     ids = {m["id"] for m in models}
-    assert "multilingual-e5-small-int8-v1" in ids
-    assert [m["id"] for m in models if m["active"]] == ["multilingual-e5-small-int8-v1"]
+    assert "multilingual-e5-small-q4-v1" in ids
+    assert [m["id"] for m in models if m["active"]] == ["multilingual-e5-small-q4-v1"]
 
 
 def test_doctor_passes_on_a_healthy_install(cli: Any) -> None:

@@ -31,7 +31,7 @@ from engram_cli.errors import InvalidInput, ModelError
 
 REFERENCE = Path(__file__).parent / "data" / "model_reference"
 E5 = DEFAULT_MODEL_ID
-MINILM = "all-minilm-l6-v2-int8-v1"
+MINILM = "all-minilm-l6-v2-q8-v1"
 MIN_COSINE = 0.99
 
 

@@ -25,7 +25,7 @@ __all__ = [
     "verify",
 ]
 
-DEFAULT_MODEL_ID = "multilingual-e5-small-int8-v1"
+DEFAULT_MODEL_ID = "multilingual-e5-small-q4-v1"
 
 
 class Embedder(Protocol):
