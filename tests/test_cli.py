@@ -95,9 +95,15 @@ def test_db_that_is_not_sqlite(cli: Any, tmp_path: Path) -> None:
     assert junk.read_bytes() == before
 
 
-def test_unknown_flag_is_a_usage_error(cli: Any) -> None:
-    result = cli("recall", "x", "--nonsense", ok=False)
+@pytest.mark.parametrize(
+    "args",
+    [["recall", "x", "--nonsense"], ["recall", "x", "-k", "0"], ["recall", "x", "--format", "yaml"],
+     ["list", "--limit", "0"], ["add"]],
+)  # fmt: skip
+def test_wrong_flags_are_usage_errors(cli: Any, args: list[str], db_path: Path) -> None:
+    result = cli(*args, ok=False)
     assert result.exit_code == 2
+    assert not db_path.exists()
 
 
 def test_recall_formats(cli: Any) -> None:

@@ -99,7 +99,7 @@ def add(
 def recall(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What to remember.")],
-    k: Annotated[int | None, typer.Option("-k", help="How many memories (default: config recall.k, 5).")] = None,
+    k: Annotated[int | None, typer.Option("-k", min=1, help="How many memories (default: config recall.k, 5).")] = None,
     namespace: NamespaceOpt = None,
     all_namespaces: AllNsOpt = False,
     agent: AgentOpt = None,
@@ -118,14 +118,14 @@ def recall(
     ),
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     explain: Annotated[bool, typer.Option("--explain", help="Show every factor of every score.")] = False,
-    budget: Annotated[int | None, typer.Option("--budget", help="For cards: stop before this many tokens.")] = None,
+    budget: Annotated[
+        int | None, typer.Option("--budget", min=1, help="For cards: stop before this many tokens.")
+    ] = None,
     no_touch: Annotated[bool, typer.Option("--no-touch", help="Do not count this as an access.")] = False,
 ) -> None:
     """Find the memories most relevant to QUERY (hybrid vector + keyword, weighed by importance and decay)."""
     if namespace and all_namespaces:
         raise UsageError("--namespace and --all-namespaces exclude each other")
-    if budget is not None and budget < 1:
-        raise UsageError("--budget must be a positive number of tokens")
     engram = _app(ctx).engram()
     hits = engram.recall(
         query, k=k, namespace=namespace, all_namespaces=all_namespaces, agent=agent, type=mtype, tags=tag,
@@ -150,8 +150,8 @@ def inspect(
 
 def list_(
     ctx: typer.Context,
-    limit: Annotated[int, typer.Option("--limit", "-l", help="How many.")] = 20,
-    offset: Annotated[int, typer.Option("--offset", help="Skip this many first.")] = 0,
+    limit: Annotated[int, typer.Option("--limit", "-l", min=1, help="How many.")] = 20,
+    offset: Annotated[int, typer.Option("--offset", min=0, help="Skip this many first.")] = 0,
     namespace: NamespaceOpt = None,
     all_namespaces: AllNsOpt = False,
     agent: AgentOpt = None,
