@@ -232,11 +232,8 @@ class Writer:
             memory = records.load(self.store, existing, with_sources=False)
             self._fold(memory, item, None, similarity=1.0, table=table, at=now)
             return AddResult("duplicate", records.load(self.store, existing), similarity=1.0)
-        if item.content in rows:
-            vector = matrix[rows[item.content]]
-        else:
-            # It existed when the batch was embedded and was purged since: embed it now.
-            vector = self.embed([item.content])[0]
+        # Not in the batch: it existed when the batch was embedded and was purged since.
+        vector = matrix[rows[item.content]] if item.content in rows else self.embed([item.content])[0]
         kept_apart: tuple[str, float, list[str]] | None = None
         if self.policy.enabled:
             near = vectors.knn(
