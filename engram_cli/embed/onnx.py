@@ -6,6 +6,7 @@ Heavy imports (numpy, onnxruntime, tokenizers) happen inside functions so that i
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -107,7 +108,10 @@ def _load_encoder(manifest: ModelManifest) -> TextEncoder:
 
 
 def _load_session(manifest: ModelManifest, threads: int | None) -> Any:
+    os.environ["ORT_DISABLE_TELEMETRY"] = "1"  # set again in case onnxruntime is used without engram_cli first
     import onnxruntime as ort
+
+    ort.disable_telemetry_events()
 
     path = _require(manifest, MODEL_FILE)
     options = ort.SessionOptions()
