@@ -176,9 +176,13 @@ def _keyword_candidates(store: Store, query: str, where: str, params: list[Any],
     match = textmod.fts_query(query)
     if match is None:
         return []
+    # The full-text matches are materialised first, then joined to the filters by primary key. Written as
+    # "rowid IN (filtered memories)", SQLite hands every filtered rowid to FTS5 as a separate lookup: 2.8 s
+    # per query at 40k memories instead of milliseconds.
     rows = store.rows(
-        "SELECT rowid, bm25(memory_fts) AS rank FROM memory_fts WHERE memory_fts MATCH ? "
-        f"AND rowid IN (SELECT m.pk FROM memories m WHERE {where}) ORDER BY rank LIMIT ?",
+        "WITH hits AS MATERIALIZED (SELECT rowid AS pk, bm25(memory_fts) AS rank FROM memory_fts "
+        "WHERE memory_fts MATCH ?) "
+        f"SELECT h.pk, h.rank FROM hits h JOIN memories m ON m.pk = h.pk WHERE {where} ORDER BY h.rank LIMIT ?",
         [match, *params, want],
     )
     return [(int(pk), -float(rank)) for pk, rank in rows]
