@@ -209,10 +209,12 @@ def recall(
     where, params = filters.sql("m")
     want = max(settings.candidates, k)
     with store.read():
+        # Ask the (tiny) model registry which models have a row in scope, rather than scanning every row.
         models = [
             str(r[0])
             for r in store.rows(
-                f"SELECT DISTINCT m.embedding_model FROM memories m WHERE {where} AND m.embedding_model IS NOT NULL",
+                "SELECT e.model_id FROM embedding_models e WHERE EXISTS "
+                f"(SELECT 1 FROM memories m WHERE m.embedding_model = e.model_id AND {where})",
                 params,
             )
         ]
