@@ -13,11 +13,13 @@ import numpy as np
 
 from engram_cli import config as configmod
 from engram_cli.errors import InvalidInput
+from engram_cli.memory import decay as decaymod
 from engram_cli.memory import manage, remember
-from engram_cli.memory.model import AddResult, Event, Memory
+from engram_cli.memory.model import MEMORY_TYPES, AddResult, Event, Memory
 from engram_cli.memory.recall import Filters, Hit, RecallSettings, recall
 from engram_cli.store import connect
 from engram_cli.store.db import Store
+from engram_cli.timeutil import parse_time
 
 ACTIVE_MODEL_KEY = "active_model"
 ADD_BATCH = 64
@@ -223,6 +225,19 @@ class Engram:
         """Memories, newest first."""
         flt = filters.pop("filters", None) or self.filters(**filters)
         return manage.list_memories(self.store, flt, limit=limit, offset=offset)
+
+    def decay(
+        self, *, now: str | None = None, namespace: str | Sequence[str] | None = None, dry_run: bool = False
+    ) -> decaymod.DecayReport:
+        """Recompute decay scores (all namespaces unless given) and archive what has faded."""
+        half_lives = {t: float(self.config.get(f"decay.half_life_days.{t}")) for t in MEMORY_TYPES}
+        at = parse_time(now, what="--now") if now else None
+        namespaces = None if namespace is None else [namespace] if isinstance(namespace, str) else list(namespace)
+        return decaymod.run(self.store, half_lives, at=at, namespaces=namespaces, dry_run=dry_run)
+
+    def touch(self, ref: str | Sequence[str]) -> builtins.list[Memory]:
+        """Remember again: access +1, decay back to 1.0, archived memories restored."""
+        return decaymod.touch(self.store, [ref] if isinstance(ref, str) else list(ref))
 
     def forget(self, ref: str | Sequence[str], *, hard: bool = False) -> builtins.list[manage.ForgetResult]:
         """Archive (default) or purge (``hard=True``) memories."""

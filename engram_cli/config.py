@@ -36,6 +36,16 @@ DEFAULTS: dict[str, Any] = {
         "keyword_weight": 1.0,
         "bump": True,
     },
+    # Days for a memory's decay score to halve without being accessed: working memory
+    # fades fastest, episodes next, facts and procedures slowest.
+    "decay": {
+        "half_life_days": {
+            "working": 2.0,
+            "episodic": 30.0,
+            "procedural": 90.0,
+            "semantic": 180.0,
+        },
+    },
     "store": {
         "busy_timeout_ms": 10000,
     },

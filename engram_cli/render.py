@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from engram_cli.errors import EngramError
+    from engram_cli.memory.decay import DecayReport
     from engram_cli.memory.manage import ForgetResult
     from engram_cli.memory.model import AddResult, Event, Memory
     from engram_cli.memory.recall import Hit
@@ -237,6 +238,31 @@ def forgotten(results: Sequence[ForgetResult], *, as_json: bool) -> None:
         return
     for r in results:
         out(f"{r.id}\t{r.action}")
+
+
+def decay_report(report: DecayReport, *, as_json: bool) -> None:
+    """Quiet when nothing changed (cron mails whatever a job prints)."""
+    if as_json:
+        json_out(report.to_dict())
+        return
+    if report.dry_run:
+        for c in report.changes:
+            verb = "would archive" if c.archived else "would decay"
+            out(f"{verb} {_short(c.id)}  {c.before:.3f} -> {c.after:.3f}  {_clip(c.content, 60)}")
+    if report.changes or report.dry_run:
+        prefix = "dry run: " if report.dry_run else ""
+        out(
+            f"{prefix}{len(report.changes)} of {report.scanned} active memories decayed, "
+            f"{report.archived} archived (as of {report.now})"
+        )
+
+
+def touched(memories: Sequence[Memory], *, as_json: bool) -> None:
+    if as_json:
+        json_out([m.to_dict() for m in memories])
+        return
+    for m in memories:
+        out(f"{m.id}\t{m.status}\taccessed {m.access_count}")
 
 
 # -- models / doctor / config --------------------------------------------------------------

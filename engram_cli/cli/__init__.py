@@ -68,9 +68,10 @@ def root(
 
 
 def _register() -> None:
-    from engram_cli.cli import memories, system
+    from engram_cli.cli import lifecycle, memories, system
 
     memories.register(app)
+    lifecycle.register(app)
     system.register(app)
 
 

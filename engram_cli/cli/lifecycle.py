@@ -1,0 +1,49 @@
+"""decay, touch."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from engram_cli import render
+from engram_cli.cli.context import AppContext
+from engram_cli.errors import UsageError
+
+
+def _app(ctx: typer.Context) -> AppContext:
+    obj = ctx.obj
+    assert isinstance(obj, AppContext)
+    return obj
+
+
+def decay(
+    ctx: typer.Context,
+    now: Annotated[
+        str | None, typer.Option("--now", help="Compute as of this time (ISO 8601): for tests and backfills.")
+    ] = None,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="Only this namespace (default: all of them).")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; change nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
+) -> None:
+    """Recompute decay scores and archive faded memories. Quiet unless something changed (for cron)."""
+    report = _app(ctx).engram().decay(now=now, namespace=namespace, dry_run=dry_run)
+    render.decay_report(report, as_json=as_json)
+
+
+def touch(
+    ctx: typer.Context,
+    memory_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Memory ids or unique prefixes.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Remember again: count an access, restore full freshness, bring an archived memory back."""
+    if not memory_ids:
+        raise UsageError("give at least one memory id")
+    render.touched(_app(ctx).engram().touch(memory_ids), as_json=as_json)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(decay)
+    app.command()(touch)

@@ -1,0 +1,171 @@
+"""decay and touch: memories fade with time unless they are used again.
+
+decay_score = 0.5 ^ (days since last access / half-life of the memory's type), with a
+floor: 0.6 for memories of high importance (>= 0.8), 0.08 for the rest. A memory that
+sinks to the low floor is archived: out of recall, still inspectable, and brought back
+by a recall hit (with --include-archived) or by `engram touch`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from engram_cli.errors import InvalidInput
+from engram_cli.memory import records
+from engram_cli.memory.model import HIGH_IMPORTANCE, MEMORY_TYPES, Memory
+from engram_cli.store.db import Store
+from engram_cli.timeutil import from_iso, now, to_iso
+
+HIGH_FLOOR = 0.6
+LOW_FLOOR = 0.08
+# A decay change smaller than this is applied without an event of its own, so a daily
+# cron run does not write one event per memory per day.
+EVENT_STEP = 0.1
+BATCH = 500
+
+
+def decay_score(importance: float, days: float, half_life_days: float) -> float:
+    """The seed formula with floors: 0.5^(days/half-life), never below 0.6 (high importance) or 0.08."""
+    if half_life_days <= 0:
+        raise InvalidInput(f"half-lives must be positive, not {half_life_days}")
+    raw = float(0.5 ** (max(0.0, days) / half_life_days))
+    floor = HIGH_FLOOR if importance >= HIGH_IMPORTANCE else LOW_FLOOR
+    return max(floor, min(1.0, raw))
+
+
+def archives(importance: float, score: float) -> bool:
+    """Only memories below high importance fade out; they go when they reach the low floor."""
+    return importance < HIGH_IMPORTANCE and score <= LOW_FLOOR
+
+
+@dataclass
+class Change:
+    id: str
+    content: str
+    before: float
+    after: float
+    archived: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "content": self.content,
+            "decay_before": round(self.before, 6),
+            "decay_after": round(self.after, 6),
+            "archived": self.archived,
+        }
+
+
+@dataclass
+class DecayReport:
+    now: str
+    dry_run: bool
+    scanned: int = 0
+    changes: list[Change] = field(default_factory=list)
+
+    @property
+    def archived(self) -> int:
+        return sum(1 for c in self.changes if c.archived)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "now": self.now,
+            "dry_run": self.dry_run,
+            "scanned": self.scanned,
+            "changed": len(self.changes),
+            "archived": self.archived,
+            "changes": [c.to_dict() for c in self.changes],
+        }
+
+
+def run(
+    store: Store,
+    half_lives: dict[str, float],
+    *,
+    at: datetime | None = None,
+    namespaces: list[str] | None = None,
+    dry_run: bool = False,
+) -> DecayReport:
+    """Recompute the decay of every active memory (in ``namespaces``, or all) as of ``at``."""
+    missing = set(MEMORY_TYPES) - set(half_lives)
+    if missing:
+        raise InvalidInput(f"no half-life configured for {', '.join(sorted(missing))}")
+    moment = at or now()
+    stamp = to_iso(moment)
+    report = DecayReport(now=stamp, dry_run=dry_run)
+    where = "m.status = 'active'"
+    params: list[Any] = []
+    if namespaces is not None:
+        where += f" AND m.namespace IN ({', '.join('?' for _ in namespaces)})"
+        params.extend(namespaces)
+    pks = [int(r[0]) for r in store.rows(f"SELECT m.pk FROM memories m WHERE {where} ORDER BY m.pk", params)]
+    for start in range(0, len(pks), BATCH):
+        with store.write():
+            for memory in records.load_many(store, pks[start : start + BATCH]).values():
+                if memory.status != "active":
+                    continue
+                report.scanned += 1
+                change = _decay_one(store, memory, half_lives, moment, stamp, dry_run)
+                if change is not None:
+                    report.changes.append(change)
+    return report
+
+
+def _decay_one(
+    store: Store, memory: Memory, half_lives: dict[str, float], moment: datetime, stamp: str, dry_run: bool
+) -> Change | None:
+    last = from_iso(memory.last_access_at or memory.created_at)
+    days = (moment - last).total_seconds() / 86400
+    score = decay_score(memory.importance, days, float(half_lives[memory.type]))
+    gone = archives(memory.importance, score)
+    if abs(score - memory.decay_score) < 1e-9 and not gone:
+        return None
+    change = Change(memory.id, memory.content, memory.decay_score, score, gone)
+    if dry_run:
+        return change
+    if gone:
+        records.set_status(store, memory, "archived", stamp, decay_score=score)
+        records.add_event(
+            store, memory.id, "archived", stamp,
+            before={"status": "active", "decay_score": change.before},
+            after={"status": "archived", "decay_score": score},
+            note=f"faded: {days:.0f} days since last access", actor="decay",
+        )  # fmt: skip
+    else:
+        records.update(store, memory, stamp, decay_score=score)
+        if abs(score - change.before) >= EVENT_STEP:
+            records.add_event(
+                store, memory.id, "decayed", stamp,
+                before={"decay_score": change.before}, after={"decay_score": score}, actor="decay",
+            )  # fmt: skip
+    return change
+
+
+def touch(store: Store, refs: list[str], *, at: datetime | None = None) -> list[Memory]:
+    """Remembering again: access +1, last access now, decay back to 1.0, an archived memory restored."""
+    if not refs:
+        raise InvalidInput("no memory id given", hint="engram touch ID [ID …]")
+    stamp = to_iso(at or now())
+    out: list[Memory] = []
+    with store.write():
+        pks = list(dict.fromkeys(records.resolve_pk(store, ref) for ref in refs))
+        for pk in pks:
+            memory = records.load(store, pk, with_sources=False)
+            changes: dict[str, Any] = {
+                "access_count": memory.access_count + 1,
+                "last_access_at": stamp,
+                "decay_score": 1.0,
+            }
+            if memory.status == "archived":
+                records.set_status(store, memory, "active", stamp, **changes)
+                records.add_event(
+                    store, memory.id, "restored", stamp,
+                    before={"status": "archived", "decay_score": memory.decay_score},
+                    after={"status": "active", "decay_score": 1.0}, note="touched", actor="user",
+                )  # fmt: skip
+            else:
+                records.update(store, memory, stamp, **changes)
+            out.append(records.load(store, pk))
+    return out

@@ -1,0 +1,89 @@
+"""decay and touch: the seed's half-life model with floors, archiving, remembering again."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from engram_cli import Engram
+from engram_cli.memory.decay import archives, decay_score
+
+DAY0 = "2026-01-01T00:00:00Z"
+
+
+def test_the_checks_from_the_design() -> None:
+    assert decay_score(0.5, 90, 30) == pytest.approx(0.125)
+    assert decay_score(0.9, 90, 30) == pytest.approx(0.6)
+    assert decay_score(0.5, 0, 30) == 1.0
+    low = decay_score(0.5, 200, 30)
+    assert low == pytest.approx(0.08) and archives(0.5, low)
+    assert not archives(0.9, decay_score(0.9, 2000, 30))
+
+
+def _half_life_30(engram: Engram) -> None:
+    for mtype in ("working", "episodic", "semantic", "procedural"):
+        engram.config.values["decay"]["half_life_days"][mtype] = 30.0
+
+
+def test_decay_run_scores_and_archives(engram: Engram, rows: Any) -> None:
+    _half_life_30(engram)
+    mid = engram.add("The staging database runs on port 5433", created_at=DAY0).id
+    high = engram.add("Never force-push to main", importance=0.9, created_at=DAY0).id
+    old = engram.add("The office printer is on floor two", created_at="2025-06-15T00:00:00Z").id
+    report = engram.decay(now="2026-04-01T00:00:00Z")  # 90 days after DAY0, 200 after the printer
+    assert report.scanned == 3 and report.archived == 1
+    assert engram.get(mid).decay_score == pytest.approx(0.125)
+    assert engram.get(high).decay_score == pytest.approx(0.6)
+    printer = engram.get(old)
+    assert printer.status == "archived" and printer.decay_score == pytest.approx(0.08)
+    assert all(h.memory.id != old for h in engram.recall("printer floor"))
+    kinds = [r[0] for r in rows("SELECT kind FROM events WHERE memory_id = ? ORDER BY pk", (old,))]
+    assert kinds == ["created", "archived"]
+
+
+def test_decay_is_idempotent_for_the_same_moment(engram: Engram) -> None:
+    _half_life_30(engram)
+    engram.add("The staging database runs on port 5433", created_at=DAY0)
+    assert len(engram.decay(now="2026-02-01T00:00:00Z").changes) == 1
+    assert engram.decay(now="2026-02-01T00:00:00Z").changes == []
+
+
+def test_dry_run_changes_nothing(engram: Engram, rows: Any) -> None:
+    _half_life_30(engram)
+    engram.add("The staging database runs on port 5433", created_at=DAY0)
+    report = engram.decay(now="2026-04-01T00:00:00Z", dry_run=True)
+    assert len(report.changes) == 1 and report.changes[0].after == pytest.approx(0.125)
+    assert rows("SELECT decay_score, version FROM memories") == [(1.0, 1)]
+
+
+def test_touch_restores_an_archived_memory(engram: Engram, rows: Any) -> None:
+    _half_life_30(engram)
+    memory = engram.add("The office printer is on floor two", created_at="2025-01-01T00:00:00Z")
+    engram.decay(now="2026-01-01T00:00:00Z")
+    assert engram.get(memory.id).status == "archived"
+    (touched,) = engram.touch(memory.id[:8])
+    assert touched.status == "active" and touched.decay_score == 1.0 and touched.access_count == 1
+    assert [h.memory.id for h in engram.recall("printer")] == [memory.id]
+    table = rows("SELECT vec_table FROM embedding_models")[0][0]
+    assert rows(f"SELECT status FROM {table}") == [("active",)]
+
+
+def test_half_lives_differ_by_type(engram: Engram) -> None:
+    working = engram.add("scratch: try the other branch", type="working", created_at=DAY0).id
+    semantic = engram.add("The staging database runs on port 5433", created_at=DAY0).id
+    engram.decay(now="2026-01-11T00:00:00Z")
+    assert engram.get(working).status == "archived"
+    assert engram.get(semantic).decay_score > 0.95
+
+
+def test_cli_decay_is_quiet_unless_something_changed(cli: Any) -> None:
+    cli("add", "The staging database runs on port 5433", "--at", DAY0)
+    first = cli("decay", "--now", "2026-03-02T00:00:00Z")
+    assert "1 of 1 active memories decayed" in first.stdout
+    again = cli("decay", "--now", "2026-03-02T00:00:00Z")
+    assert again.stdout == "" and again.exit_code == 0
+    summary = json.loads(cli("decay", "--now", "2026-09-01T00:00:00Z", "--dry-run", "--json").stdout)
+    assert summary["dry_run"] and summary["changed"] == 1
+    assert cli("decay", "--now", "sometime", ok=False).exit_code == 1
