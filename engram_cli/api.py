@@ -17,6 +17,7 @@ from engram_cli.memory import decay as decaymod
 from engram_cli.memory import manage, remember
 from engram_cli.memory.model import MEMORY_TYPES, AddResult, Event, Memory
 from engram_cli.memory.recall import Filters, Hit, RecallSettings, recall
+from engram_cli.memory.similarity import SUPERSEDE_MARGIN
 from engram_cli.store import connect
 from engram_cli.store.db import Store
 from engram_cli.timeutil import parse_time
@@ -90,9 +91,13 @@ class Engram:
             from engram_cli.embed import load_manifest
 
             threshold = load_manifest(self.active_model).merge_threshold
+        merge_at = float(threshold if threshold is not None else 0.92)
+        supersede_at = self.config.get("supersede.min_similarity")
         return remember.MergePolicy(
             enabled=bool(self.config.get("merge.enabled")) and not no_merge,
-            threshold=float(threshold if threshold is not None else 0.92),
+            threshold=merge_at,
+            supersede=bool(self.config.get("supersede.enabled")),
+            supersede_similarity=float(supersede_at if supersede_at is not None else merge_at - SUPERSEDE_MARGIN),
         )
 
     def _writer(self, no_merge: bool) -> remember.Writer:

@@ -28,6 +28,11 @@ DEFAULTS: dict[str, Any] = {
         "enabled": True,
         "threshold": None,
     },
+    "supersede": {
+        "enabled": True,
+        # None: the merge threshold minus 0.125 (a correction rewords more than a duplicate does).
+        "min_similarity": None,
+    },
     "recall": {
         "k": 5,
         "candidates": 50,

@@ -89,7 +89,9 @@ def added(results: Sequence[AddResult], *, as_json: bool) -> None:
             )
         elif result.action == "duplicate":
             note(f"already remembered as {_short(result.id)}; counted as a reminder")
-        elif result.similar_id:
+        for old in result.superseded:
+            note(f"supersedes memory {_short(old)}: it leaves recall (still inspectable) with half its importance")
+        if result.action == "created" and result.similar_id and not result.superseded:
             note(
                 f"similar to memory {_short(result.similar_id)} (cosine {result.similarity:.3f}) but kept apart: "
                 + "; ".join(result.kept_apart_because or [])

@@ -83,6 +83,9 @@ def add(
     at: Annotated[str | None, typer.Option("--at", help="When it happened (ISO 8601); default now.")] = None,
     meta: Annotated[list[str] | None, typer.Option("--meta", help="KEY=VALUE metadata (repeatable).")] = None,
     no_merge: Annotated[bool, typer.Option("--no-merge", help="Never merge into a near-duplicate.")] = False,
+    supersedes: Annotated[
+        str | None, typer.Option("--supersedes", metavar="ID", help="This memory replaces memory ID.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Remember TEXT. Prints its id; says so when it merged into an existing memory."""
@@ -90,7 +93,7 @@ def add(
     fields: dict[str, Any] = {
         "type": mtype, "namespace": namespace, "agent": agent, "importance": importance, "tags": tag or [],
         "source": {"kind": "cli", "ref": source} if source else {"kind": "cli"}, "session": session,
-        "created_at": at, "metadata": _meta(meta),
+        "created_at": at, "metadata": _meta(meta), "supersedes": supersedes,
     }  # fmt: skip
     result = _app(ctx).engram().add(content, no_merge=no_merge, **fields)
     render.added([result], as_json=as_json)

@@ -139,6 +139,7 @@ class AddResult:
     # Set when a near neighbour passed the cosine threshold but was a different fact.
     similar_id: str | None = None
     kept_apart_because: list[str] | None = None
+    superseded: list[str] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -150,6 +151,7 @@ class AddResult:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"action": self.action, "similarity": self.similarity}
+        out["superseded"] = list(self.superseded)
         if self.similar_id:
             out["similar_to"] = {"id": self.similar_id, "kept_apart_because": self.kept_apart_because}
         out.update(self.memory.to_dict())

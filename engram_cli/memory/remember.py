@@ -22,7 +22,7 @@ from engram_cli.memory.model import (
     Memory,
     Source,
 )
-from engram_cli.memory.similarity import merge_decision
+from engram_cli.memory.similarity import SUPERSEDE_MARGIN, merge_decision, supersedes
 from engram_cli.store import vectors
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now, normalize_iso
@@ -39,7 +39,7 @@ MAX_CONTENT_CHARS = 100_000
 # The keys a caller may pass for one memory (CLI options, API keywords, JSONL fields).
 FIELDS = (
     "content", "type", "namespace", "agent", "tags", "importance", "confidence", "created_at",
-    "metadata", "source", "session", "summary",
+    "metadata", "source", "session", "summary", "supersedes",
 )  # fmt: skip
 
 
@@ -59,6 +59,7 @@ class NewMemory:
     source: Source = field(default_factory=lambda: Source(kind="api"))
     session: str | None = None
     summary: str | None = None
+    supersedes: str | None = None  # id or prefix of the memory this one replaces
     content_hash: str = ""
 
     def __post_init__(self) -> None:
@@ -69,6 +70,9 @@ class NewMemory:
 class MergePolicy:
     enabled: bool = True
     threshold: float = 0.92
+    # Detect corrections ("from now on …", "以后 …") and let them supersede what they correct.
+    supersede: bool = True
+    supersede_similarity: float = 0.92 - SUPERSEDE_MARGIN
 
 
 def _number(name: str, value: Any, default: float) -> float:
@@ -183,6 +187,7 @@ def prepare(fields: Mapping[str, Any], *, namespace: str, agent: str) -> NewMemo
         source=_source(fields.get("source"), None if session is None else str(session)),
         session=None if session is None else str(session),
         summary=None if summary is None else textmod.normalize(str(summary)) or None,
+        supersedes=None if fields.get("supersedes") is None else str(fields["supersedes"]),
     )
 
 
@@ -235,11 +240,17 @@ class Writer:
         # Not in the batch: it existed when the batch was embedded and was purged since.
         vector = matrix[rows[item.content]] if item.content in rows else self.embed([item.content])[0]
         kept_apart: tuple[str, float, list[str]] | None = None
-        if self.policy.enabled:
+        replaced: list[tuple[Memory, str]] = []
+        if item.supersedes is not None:
+            target = records.load(self.store, records.resolve_pk(self.store, item.supersedes), with_sources=False)
+            replaced.append((target, "explicit --supersedes"))
+        near: list[tuple[int, float]] = []
+        if self.policy.enabled or self.policy.supersede:
             near = vectors.knn(
                 self.store, table, vector, MERGE_CANDIDATES,
                 namespaces=[item.namespace], statuses=["active"], agent=item.agent,
             )  # fmt: skip
+        if self.policy.enabled and not replaced:
             for pk, similarity in near:
                 memory = records.load(self.store, pk, with_sources=False)
                 merge, blockers = merge_decision(memory.content, item.content, similarity, self.policy.threshold)
@@ -249,11 +260,36 @@ class Writer:
                     continue
                 self._fold(memory, item, vector, similarity=similarity, table=table, at=now)
                 return AddResult("merged", records.load(self.store, pk), similarity=round(similarity, 6))
+        if self.policy.supersede and not replaced:
+            for pk, similarity in near:
+                memory = records.load(self.store, pk, with_sources=False)
+                reason = supersedes(memory.content, item.content, similarity, self.policy.supersede_similarity)
+                if reason:
+                    replaced.append((memory, reason))
+                    break
+        if replaced:
+            # A correction is what the user wants remembered now: it gets high priority.
+            item.importance = max(item.importance, HIGH_IMPORTANCE)
         pk = self._insert(table, item, vector, now)
+        new_id = str(self.store.scalar("SELECT id FROM memories WHERE pk = ?", (pk,)))
+        for old, reason in replaced:
+            self._supersede(old, new_id, reason, now)
         result = AddResult("created", records.load(self.store, pk))
+        result.superseded = [old.id for old, _ in replaced]
         if kept_apart:
             result.similar_id, result.similarity, result.kept_apart_because = kept_apart
         return result
+
+    def _supersede(self, old: Memory, new_id: str, reason: str, at: str) -> None:
+        """The old memory stays, inspectable, but leaves normal recall with half its importance."""
+        before = {"status": old.status, "importance": old.importance}
+        importance = old.importance / 2
+        records.set_status(self.store, old, "superseded", at, importance=importance, superseded_by=new_id)
+        records.add_event(
+            self.store, old.id, "superseded", at,
+            before=before, after={"status": "superseded", "importance": importance, "superseded_by": new_id},
+            note=reason, actor="remember",
+        )  # fmt: skip
 
     def _insert(self, table: str, item: NewMemory, vector: np.ndarray, now: str) -> int:
         memory_id = records.new_id()

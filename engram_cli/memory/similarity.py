@@ -118,3 +118,22 @@ def merge_decision(existing: str, new: str, cosine: float, threshold: float) -> 
         return False, []
     blockers = merge_blockers(existing, new)
     return not blockers, blockers
+
+
+# How far below the merge threshold a correction may sit and still replace an older memory.
+SUPERSEDE_MARGIN = 0.125
+
+
+def supersedes(old: str, new: str, cosine: float, min_similarity: float) -> str | None:
+    """Why ``new`` replaces ``old`` ("change marker 'from now on'"), or None.
+
+    The rule: the new text carries a change marker, the old one does not, the two are
+    similar (cosine >= ``min_similarity``) and they share at least one content word.
+    """
+    marker = change_marker(new)
+    if marker is None or change_marker(old) is not None or cosine < min_similarity:
+        return None
+    shared = (_terms(old) & _terms(new)) - _terms(marker)
+    if not shared:
+        return None
+    return f"change marker {marker!r}, cosine {cosine:.3f}, shared: {', '.join(sorted(shared)[:3])}"
