@@ -226,6 +226,10 @@ class Engram:
     def history(self, ref: str) -> tuple[Memory, list[Event]]:
         return manage.history(self.store, ref)
 
+    def events(self, *, limit: int = 50, kinds: Sequence[str] | None = None) -> builtins.list[Event]:
+        """The latest events across the database, newest first."""
+        return manage.recent_events(self.store, limit=limit, kinds=list(kinds or []))
+
     def list(self, *, limit: int = 20, offset: int = 0, **filters: Any) -> builtins.list[Memory]:
         """Memories, newest first."""
         flt = filters.pop("filters", None) or self.filters(**filters)

@@ -259,6 +259,20 @@ def decay_report(report: DecayReport, *, as_json: bool) -> None:
         )
 
 
+def events(items: Sequence[Event], *, as_json: bool) -> None:
+    if as_json:
+        json_out([e.to_dict() for e in items])
+        return
+    if not items:
+        note("no events")
+        return
+    for e in items:
+        change = ""
+        if e.before or e.after:
+            change = f"  {json.dumps(e.before, ensure_ascii=False)} -> {json.dumps(e.after, ensure_ascii=False)}"
+        out(f"{e.at}  {_short(e.memory_id)}  {e.kind:<10} {e.note or ''}{change}".rstrip())
+
+
 def touched(memories: Sequence[Memory], *, as_json: bool) -> None:
     if as_json:
         json_out([m.to_dict() for m in memories])

@@ -87,3 +87,16 @@ def test_cli_decay_is_quiet_unless_something_changed(cli: Any) -> None:
     summary = json.loads(cli("decay", "--now", "2026-09-01T00:00:00Z", "--dry-run", "--json").stdout)
     assert summary["dry_run"] and summary["changed"] == 1
     assert cli("decay", "--now", "sometime", ok=False).exit_code == 1
+
+
+def test_history_lists_recent_events_and_one_timeline(cli: Any) -> None:
+    first = cli("add", "Send the weekly report by email").stdout.strip()
+    cli("add", "From now on send the weekly report via WeCom instead of email")
+    recent = json.loads(cli("history", "--json").stdout)
+    assert [e["kind"] for e in recent][:3] == ["superseded", "created", "created"]
+    assert all(e["memory_id"] for e in recent)
+    timeline = json.loads(cli("history", first[:8], "--json").stdout)
+    assert [e["kind"] for e in timeline] == ["created", "superseded"]
+    only = json.loads(cli("history", "--kind", "superseded", "--json").stdout)
+    assert [e["memory_id"] for e in only] == [first]
+    assert "superseded" in cli("history").stdout

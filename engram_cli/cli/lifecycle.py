@@ -44,6 +44,29 @@ def touch(
     render.touched(_app(ctx).engram().touch(memory_ids), as_json=as_json)
 
 
+def history(
+    ctx: typer.Context,
+    memory_id: Annotated[
+        str | None, typer.Argument(metavar="[ID]", help="One memory's timeline; without it, recent events.")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", "-l", min=1, help="How many recent events.")] = 50,
+    kind: Annotated[
+        list[str] | None, typer.Option("--kind", help="Only events of this kind (created, merged, …; repeatable).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """What changed: one memory's history, or the latest events of the whole database."""
+    engram = _app(ctx).engram()
+    if memory_id is not None:
+        _, events = engram.history(memory_id)
+        if kind:
+            events = [e for e in events if e.kind in kind]
+    else:
+        events = engram.events(limit=limit, kinds=kind)
+    render.events(events, as_json=as_json)
+
+
 def register(app: typer.Typer) -> None:
     app.command()(decay)
     app.command()(touch)
+    app.command()(history)

@@ -103,3 +103,18 @@ def score_factors(memory: Memory) -> dict[str, float | str]:
         "days_since_access": round(days, 3),
         "formula": "score = relevance x (0.6 + importance) x decay_score",
     }
+
+
+def recent_events(store: Store, *, limit: int = 50, kinds: list[str] | None = None) -> list[Event]:
+    """The latest events across the database, newest first."""
+    if limit < 1:
+        raise InvalidInput(f"limit must be at least 1, not {limit}")
+    where, params = "1", []
+    if kinds:
+        where = f"kind IN ({', '.join('?' for _ in kinds)})"
+        params = list(kinds)
+    rows = store.rows(
+        f"SELECT memory_id, kind, at, actor, before, after, note FROM events WHERE {where} ORDER BY pk DESC LIMIT ?",
+        [*params, limit],
+    )
+    return [records.event_from_row(r) for r in rows]

@@ -133,18 +133,19 @@ def events_of(store: Store, memory_id: str) -> list[Event]:
         "SELECT memory_id, kind, at, actor, before, after, note FROM events WHERE memory_id = ? ORDER BY pk",
         (memory_id,),
     )
-    return [
-        Event(
-            memory_id=r[0],
-            kind=r[1],
-            at=r[2],
-            actor=r[3],
-            before=json.loads(r[4]) if r[4] else None,
-            after=json.loads(r[5]) if r[5] else None,
-            note=r[6],
-        )
-        for r in rows
-    ]
+    return [event_from_row(r) for r in rows]
+
+
+def event_from_row(r: tuple[Any, ...]) -> Event:
+    return Event(
+        memory_id=r[0],
+        kind=r[1],
+        at=r[2],
+        actor=r[3],
+        before=json.loads(r[4]) if r[4] else None,
+        after=json.loads(r[5]) if r[5] else None,
+        note=r[6],
+    )
 
 
 def update(store: Store, memory: Memory, at: str, **fields: Any) -> None:
