@@ -14,7 +14,7 @@ import numpy as np
 from engram_cli import config as configmod
 from engram_cli.errors import InvalidInput
 from engram_cli.memory import decay as decaymod
-from engram_cli.memory import manage, remember
+from engram_cli.memory import manage, remember, transfer
 from engram_cli.memory.model import MEMORY_TYPES, AddResult, Event, Memory
 from engram_cli.memory.recall import Filters, Hit, RecallSettings, recall
 from engram_cli.memory.similarity import SUPERSEDE_MARGIN
@@ -229,6 +229,30 @@ class Engram:
     def events(self, *, limit: int = 50, kinds: Sequence[str] | None = None) -> builtins.list[Event]:
         """The latest events across the database, newest first."""
         return manage.recent_events(self.store, limit=limit, kinds=list(kinds or []))
+
+    def export(self, *, with_vectors: bool = False, **filters: Any) -> Iterable[dict[str, Any]]:
+        """Memories as export records (every status unless ``status`` is given), oldest first."""
+        filters.setdefault("status", ["active", "superseded", "archived"])
+        flt = filters.pop("filters", None) or self.filters(**filters)
+        return transfer.export(self.store, flt, with_vectors=with_vectors)
+
+    def import_lines(self, lines: Iterable[str], *, atomic: bool = False) -> transfer.ImportReport:
+        """Import export records (JSONL lines); ids, timestamps and history are kept."""
+        from engram_cli.embed import available_models
+
+        model_id = self.active_model
+        embedder = self._embedder(model_id)
+        if self.store.setting(ACTIVE_MODEL_KEY) is None:
+            self.store.set_setting(ACTIVE_MODEL_KEY, model_id)
+
+        def embed(texts: Sequence[str]) -> np.ndarray:
+            return np.asarray(embedder.embed_batch(list(texts), kind="passage"), dtype=np.float32)
+
+        known = {m.id: m.dim for m in available_models()}
+        return transfer.import_lines(
+            self.store, lines, active_model=model_id, dim=int(embedder.dim), embed=embed, known_models=known,
+            atomic=atomic,
+        )  # fmt: skip
 
     def list(self, *, limit: int = 20, offset: int = 0, **filters: Any) -> builtins.list[Memory]:
         """Memories, newest first."""

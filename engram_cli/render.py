@@ -273,6 +273,47 @@ def events(items: Sequence[Event], *, as_json: bool) -> None:
         out(f"{e.at}  {_short(e.memory_id)}  {e.kind:<10} {e.note or ''}{change}".rstrip())
 
 
+def jsonl(records: Iterable[dict[str, Any]], path: str | None) -> int:
+    """Write one JSON object per line to ``path`` (atomically) or stdout; returns the count."""
+    import os
+
+    count = 0
+    if path is None:
+        for record in records:
+            sys.stdout.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+            count += 1
+        sys.stdout.flush()
+        return count
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for record in records:
+            fh.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+            count += 1
+    os.replace(tmp, path)
+    return count
+
+
+def read_lines(path: str) -> list[str]:
+    """The lines of a UTF-8 text file (or stdin for -); undecodable lines become errors, not crashes."""
+    from engram_cli.errors import InvalidInput
+
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else open(path, "rb").read()  # noqa: SIM115
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror}", hint="check the path") from exc
+    # surrogateescape keeps invalid bytes visible to the parser, which reports their line.
+    return [line.decode("utf-8", errors="surrogateescape") for line in data.splitlines()]
+
+
+def import_report(report: Any, *, as_json: bool) -> None:
+    if as_json:
+        json_out(report.to_dict())
+        return
+    out(f"imported {report.imported}, already present {report.skipped_existing}, bad lines {len(report.errors)}")
+    for error in report.errors:
+        note(f"line {error['line']}: {error['error']}")
+
+
 def touched(memories: Sequence[Memory], *, as_json: bool) -> None:
     if as_json:
         json_out([m.to_dict() for m in memories])

@@ -66,7 +66,36 @@ def history(
     render.events(events, as_json=as_json)
 
 
+def export(
+    ctx: typer.Context,
+    path: Annotated[str | None, typer.Argument(metavar="[FILE]", help="Write here (default: standard output).")] = None,
+    namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Namespace (default: configured).")] = None,
+    all_namespaces: Annotated[bool, typer.Option("--all-namespaces", "-A", help="Every namespace.")] = False,
+    with_vectors: Annotated[bool, typer.Option("--vectors", help="Include each memory's vector.")] = False,
+) -> None:
+    """Write memories as JSONL: one per line with tags, sources, metadata and events."""
+    if namespace and all_namespaces:
+        raise UsageError("--namespace and --all-namespaces exclude each other")
+    records = _app(ctx).engram().export(with_vectors=with_vectors, namespace=namespace, all_namespaces=all_namespaces)
+    count = render.jsonl(records, path)
+    if path is not None:
+        render.note(f"exported {count} memories to {path}")
+
+
+def import_(
+    ctx: typer.Context,
+    path: Annotated[str, typer.Argument(metavar="FILE", help="A JSONL export, or - for standard input.")],
+    atomic: Annotated[bool, typer.Option("--atomic", help="Import nothing if any line is bad.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
+) -> None:
+    """Read memories written by `engram export`. Bad lines are reported by number and skipped."""
+    report = _app(ctx).engram().import_lines(render.read_lines(path), atomic=atomic)
+    render.import_report(report, as_json=as_json)
+
+
 def register(app: typer.Typer) -> None:
+    app.command()(export)
+    app.command(name="import")(import_)
     app.command()(decay)
     app.command()(touch)
     app.command()(history)
