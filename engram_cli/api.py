@@ -15,6 +15,7 @@ from engram_cli import config as configmod
 from engram_cli.errors import InvalidInput
 from engram_cli.memory import decay as decaymod
 from engram_cli.memory import manage, remember, transfer
+from engram_cli.memory import reembed as reembedmod
 from engram_cli.memory.model import MEMORY_TYPES, AddResult, Event, Memory
 from engram_cli.memory.recall import Filters, Hit, RecallSettings, recall
 from engram_cli.memory.similarity import SUPERSEDE_MARGIN
@@ -253,6 +254,22 @@ class Engram:
             self.store, lines, active_model=model_id, dim=int(embedder.dim), embed=embed, known_models=known,
             atomic=atomic,
         )  # fmt: skip
+
+    def reembed(
+        self, model_id: str, *, batch: int = 64, limit: int | None = None, progress: Any = None
+    ) -> reembedmod.ReembedReport:
+        """Re-embed memories with another bundled model (resumable); it becomes active when all rows are done."""
+        from engram_cli.embed import load_manifest
+
+        load_manifest(model_id)  # unknown ids fail here, with the list of bundled models
+        embedder = self._embedder(model_id)
+
+        def embed(texts: Sequence[str]) -> np.ndarray:
+            return np.asarray(embedder.embed_batch(list(texts), kind="passage"), dtype=np.float32)
+
+        return reembedmod.run(
+            self.store, model_id, int(embedder.dim), embed, batch=batch, limit=limit, progress=progress
+        )
 
     def list(self, *, limit: int = 20, offset: int = 0, **filters: Any) -> builtins.list[Memory]:
         """Memories, newest first."""

@@ -6,9 +6,10 @@ NO_COLOR is set or stdout is not a terminal.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from engram_cli.text import estimate_tokens
@@ -312,6 +313,31 @@ def import_report(report: Any, *, as_json: bool) -> None:
     out(f"imported {report.imported}, already present {report.skipped_existing}, bad lines {len(report.errors)}")
     for error in report.errors:
         note(f"line {error['line']}: {error['error']}")
+
+
+@contextlib.contextmanager
+def progress(label: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on a terminal (stderr); nothing when output is piped or in cron."""
+    if not sys.stderr.isatty():
+        yield lambda done, total: None
+        return
+    from rich.progress import Progress
+
+    with Progress(console=_console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=None)
+
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield advance
+
+
+def reembed_report(report: Any, *, as_json: bool) -> None:
+    if as_json:
+        json_out(report.to_dict())
+        return
+    state = "now the active model" if report.active else f"{report.remaining} memories still on other models"
+    out(f"re-embedded {report.done} memories with {report.model}; {state}")
 
 
 def touched(memories: Sequence[Memory], *, as_json: bool) -> None:

@@ -93,7 +93,21 @@ def import_(
     render.import_report(report, as_json=as_json)
 
 
+def reembed(
+    ctx: typer.Context,
+    model: Annotated[str, typer.Option("--model", help="Bundled model id (see `engram models`).")],
+    batch: Annotated[int, typer.Option("--batch", min=1, help="Memories per transaction.")] = 64,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Stop after this many.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
+) -> None:
+    """Re-embed memories with another model, in resumable batches; it becomes active when all are done."""
+    with render.progress("re-embedding") as advance:
+        report = _app(ctx).engram().reembed(model, batch=batch, limit=limit, progress=advance)
+    render.reembed_report(report, as_json=as_json)
+
+
 def register(app: typer.Typer) -> None:
+    app.command()(reembed)
     app.command()(export)
     app.command(name="import")(import_)
     app.command()(decay)

@@ -1,0 +1,99 @@
+"""reembed: move memories to another bundled model, batch by batch.
+
+Each batch is one transaction that writes the new vectors, removes the old ones and
+records the new model on the rows, so an interrupted run leaves every row with exactly
+one vector, and a re-run carries on with the rows still on other models. Recall embeds
+the query with every model present, so nothing becomes unrecallable half-way. When no
+row is left on another model, the target becomes the database's active model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from engram_cli.errors import InvalidInput
+from engram_cli.memory import records
+from engram_cli.store import vectors
+from engram_cli.store.db import Store
+from engram_cli.timeutil import iso_now
+
+ACTIVE_MODEL_KEY = "active_model"
+
+
+@dataclass
+class ReembedReport:
+    model: str
+    done: int
+    remaining: int
+    active: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "reembedded": self.done, "remaining": self.remaining, "active": self.active}
+
+
+def pending(store: Store, model_id: str) -> int:
+    return int(
+        store.scalar(
+            "SELECT count(*) FROM memories WHERE embedding_model IS NOT ? OR embedding_model IS NULL", (model_id,)
+        )
+        or 0
+    )
+
+
+def run(
+    store: Store,
+    model_id: str,
+    dim: int,
+    embed: Callable[[Sequence[str]], np.ndarray],
+    *,
+    batch: int = 64,
+    limit: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ReembedReport:
+    if batch < 1:
+        raise InvalidInput("--batch must be at least 1")
+    if limit is not None and limit < 1:
+        raise InvalidInput("--limit must be at least 1")
+    total = pending(store, model_id)
+    goal = total if limit is None else min(total, limit)
+    table = vectors.ensure_table(store, model_id, dim)
+    done = 0
+    while done < goal:
+        rows = store.rows(
+            "SELECT pk, id, content, embedding_model, namespace, status, memory_type, agent_id FROM memories "
+            "WHERE embedding_model IS NOT ? OR embedding_model IS NULL ORDER BY pk LIMIT ?",
+            (model_id, min(batch, goal - done)),
+        )
+        if not rows:
+            break
+        matrix = embed([r[2] for r in rows])
+        at = iso_now()
+        with store.write():
+            for row, vector in zip(rows, matrix, strict=True):
+                pk, memory_id, _, old_model, namespace, status, mtype, agent = row
+                if old_model:
+                    old_table = vectors.table_for(store, old_model)
+                    if old_table:
+                        vectors.delete(store, old_table, pk)
+                vectors.put(
+                    store, table, pk, vector, namespace=namespace, status=status, memory_type=mtype, agent=agent
+                )
+                store.execute(
+                    "UPDATE memories SET embedding_model = ?, version = version + 1, updated_at = ? WHERE pk = ?",
+                    (model_id, at, pk),
+                )
+                records.add_event(
+                    store, memory_id, "reembedded", at,
+                    before={"embedding_model": old_model}, after={"embedding_model": model_id}, actor="reembed",
+                )  # fmt: skip
+        done += len(rows)
+        if progress:
+            progress(done, goal)
+    remaining = pending(store, model_id)
+    if remaining == 0:
+        store.set_setting(ACTIVE_MODEL_KEY, model_id)
+    return ReembedReport(model=model_id, done=done, remaining=remaining, active=remaining == 0)
