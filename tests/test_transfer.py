@@ -53,11 +53,13 @@ def test_bad_lines_are_reported_and_the_rest_imported(tmp_path: Path) -> None:
     with Engram.open(tmp_path / "a.db") as a:
         a.add("The staging database runs on port 5433")
         good = json.dumps(_export(a)[0])
-    broken = ["{not json", json.dumps({"id": "x", "content": ""}), "\udcff bad bytes"]
+    bad_count = json.loads(good) | {"id": "y", "content": "other", "access_count": "many"}
+    broken = ["{not json", json.dumps({"id": "x", "content": ""}), "\udcff bad bytes", json.dumps(bad_count)]
     with Engram.open(tmp_path / "b.db") as b:
-        report = b.import_lines([broken[0], good, broken[1], broken[2]])
+        report = b.import_lines([broken[0], good, broken[1], broken[2], broken[3]])
         assert report.imported == 1
-        assert [e["line"] for e in report.errors] == [1, 3, 4]
+        assert [e["line"] for e in report.errors] == [1, 3, 4, 5]
+        assert "access_count" in report.errors[3]["error"]
         assert "UTF-8" in report.errors[2]["error"]
         again = b.import_lines([good])
         assert again.imported == 0 and again.skipped_existing == 1

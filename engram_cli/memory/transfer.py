@@ -110,6 +110,10 @@ def _parse(number: int, raw: str, known_models: dict[str, int]) -> _Line:
         value = data.get(key, 1.0 if key != "importance" else 0.5)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
             raise InvalidInput(f"{key} must be a number between 0 and 1")
+    for key, least in (("access_count", 0), ("version", 1)):
+        value = data.get(key, least)
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise InvalidInput(f"{key} must be a whole number of at least {least}")
     for key in ("created_at", "updated_at"):
         data[key] = normalize_iso(data[key], what=key)
     if data.get("last_access_at"):
