@@ -66,3 +66,58 @@ def test_cli_reembed(cli: Any) -> None:
     models = {m["id"]: m for m in json.loads(cli("models", "--json").stdout)}
     assert models[MINILM]["active"] and models[MINILM]["vectors"] == 2
     assert cli("reembed", "--model", MINILM, "--batch", "0", ok=False).exit_code == 2
+
+
+def test_killed_midway_then_rerun_leaves_every_row_whole(tmp_path: Any) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from engram_cli.store import connect
+
+    db = tmp_path / "kill.db"
+    with Engram.open(db) as mem:
+        mem.add_many([{"content": f"Service number {i} listens on port {7000 + i} in rack {i % 7}"} for i in range(60)])
+    code = "from engram_cli.cli import main; main()"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "--db", str(db), "reembed", "--model", MINILM, "--batch", "1"],
+        env={**os.environ}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    moved = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        store = connect(db)
+        try:
+            moved = int(store.scalar("SELECT count(*) FROM memories WHERE embedding_model = ?", (MINILM,)) or 0)
+        finally:
+            store.close()
+        if moved >= 3:
+            proc.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.05)
+    proc.wait(30)
+    assert moved >= 3, "the run was not caught half-way"
+
+    def check(store: Any) -> dict[str, int]:
+        tables = dict(store.rows("SELECT model_id, vec_table FROM embedding_models"))
+        counts: dict[str, int] = {}
+        for pk, model in store.rows("SELECT pk, embedding_model FROM memories"):
+            holders = [
+                m for m, t in tables.items() if store.scalar(f"SELECT count(*) FROM {t} WHERE memory_pk = ?", (pk,))
+            ]
+            assert holders == [model], (pk, model, holders)  # exactly one vector, in its own model's table
+            counts[model] = counts.get(model, 0) + 1
+        return counts
+
+    store = connect(db)
+    try:
+        half = check(store)
+    finally:
+        store.close()
+    assert 0 < half.get(MINILM, 0) < 60
+    with Engram.open(db) as mem:
+        report = mem.reembed(MINILM)
+        assert report.active and report.done == 60 - half[MINILM]
+        assert check(mem.store) == {MINILM: 60}
