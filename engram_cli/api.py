@@ -101,16 +101,26 @@ class Engram:
             supersede_similarity=float(supersede_at if supersede_at is not None else merge_at - SUPERSEDE_MARGIN),
         )
 
-    def _writer(self, no_merge: bool) -> remember.Writer:
-        model_id = self.active_model
+    def _passage_embedder(self, model_id: str) -> tuple[remember.EmbedFn, int]:
+        """A function embedding passages with ``model_id``, and that model's dimension."""
         embedder = self._embedder(model_id)
-        if self.store.setting(ACTIVE_MODEL_KEY) is None:
-            self.store.set_setting(ACTIVE_MODEL_KEY, model_id)
 
         def embed(texts: Sequence[str]) -> np.ndarray:
             return np.asarray(embedder.embed_batch(list(texts), kind="passage"), dtype=np.float32)
 
-        return remember.Writer(self.store, model_id, int(embedder.dim), embed, self.merge_policy(no_merge))
+        return embed, int(embedder.dim)
+
+    def _writing_model(self) -> tuple[str, remember.EmbedFn, int]:
+        """The active model for new vectors; a new database records it as its own on first write."""
+        model_id = self.active_model
+        embed, dim = self._passage_embedder(model_id)
+        if self.store.setting(ACTIVE_MODEL_KEY) is None:
+            self.store.set_setting(ACTIVE_MODEL_KEY, model_id)
+        return model_id, embed, dim
+
+    def _writer(self, no_merge: bool) -> remember.Writer:
+        model_id, embed, dim = self._writing_model()
+        return remember.Writer(self.store, model_id, dim, embed, self.merge_policy(no_merge))
 
     # -- verbs -----------------------------------------------------------------------
 
@@ -241,17 +251,10 @@ class Engram:
         """Import export records (JSONL lines); ids, timestamps and history are kept."""
         from engram_cli.embed import available_models
 
-        model_id = self.active_model
-        embedder = self._embedder(model_id)
-        if self.store.setting(ACTIVE_MODEL_KEY) is None:
-            self.store.set_setting(ACTIVE_MODEL_KEY, model_id)
-
-        def embed(texts: Sequence[str]) -> np.ndarray:
-            return np.asarray(embedder.embed_batch(list(texts), kind="passage"), dtype=np.float32)
-
+        model_id, embed, dim = self._writing_model()
         known = {m.id: m.dim for m in available_models()}
         return transfer.import_lines(
-            self.store, lines, active_model=model_id, dim=int(embedder.dim), embed=embed, known_models=known,
+            self.store, lines, active_model=model_id, dim=dim, embed=embed, known_models=known,
             atomic=atomic,
         )  # fmt: skip
 
@@ -262,14 +265,8 @@ class Engram:
         from engram_cli.embed import load_manifest
 
         load_manifest(model_id)  # unknown ids fail here, with the list of bundled models
-        embedder = self._embedder(model_id)
-
-        def embed(texts: Sequence[str]) -> np.ndarray:
-            return np.asarray(embedder.embed_batch(list(texts), kind="passage"), dtype=np.float32)
-
-        return reembedmod.run(
-            self.store, model_id, int(embedder.dim), embed, batch=batch, limit=limit, progress=progress
-        )
+        embed, dim = self._passage_embedder(model_id)
+        return reembedmod.run(self.store, model_id, dim, embed, batch=batch, limit=limit, progress=progress)
 
     def list(self, *, limit: int = 20, offset: int = 0, **filters: Any) -> builtins.list[Memory]:
         """Memories, newest first."""

@@ -229,10 +229,14 @@ def inspect(memory: Memory, events: Sequence[Event], factors: dict[str, Any], *,
         console.print(f"  {s.created_at}  {_escape(where)}{_escape(extra)}")
     console.print("\n[bold]history[/]")
     for e in events:
-        change = ""
-        if e.before or e.after:
-            change = f"  {json.dumps(e.before, ensure_ascii=False)} → {json.dumps(e.after, ensure_ascii=False)}"
-        console.print(f"  {e.at}  {e.kind:<10} {_escape(e.note or '')}{_escape(change)}")
+        console.print(f"  {e.at}  {e.kind:<10} {_escape(e.note or '')}{_escape(_change(e))}")
+
+
+def _change(e: Event) -> str:
+    """An event's before -> after values, or nothing."""
+    if not (e.before or e.after):
+        return ""
+    return f"  {json.dumps(e.before, ensure_ascii=False)} -> {json.dumps(e.after, ensure_ascii=False)}"
 
 
 def forgotten(results: Sequence[ForgetResult], *, as_json: bool) -> None:
@@ -268,10 +272,7 @@ def events(items: Sequence[Event], *, as_json: bool) -> None:
         note("no events")
         return
     for e in items:
-        change = ""
-        if e.before or e.after:
-            change = f"  {json.dumps(e.before, ensure_ascii=False)} -> {json.dumps(e.after, ensure_ascii=False)}"
-        out(f"{e.at}  {_short(e.memory_id)}  {e.kind:<10} {e.note or ''}{change}".rstrip())
+        out(f"{e.at}  {_short(e.memory_id)}  {e.kind:<10} {e.note or ''}{_change(e)}".rstrip())
 
 
 def jsonl(records: Iterable[dict[str, Any]], path: str | None) -> int:

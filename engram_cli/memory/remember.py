@@ -244,25 +244,26 @@ class Writer:
         if item.supersedes is not None:
             target = records.load(self.store, records.resolve_pk(self.store, item.supersedes), with_sources=False)
             replaced.append((target, "explicit --supersedes"))
-        near: list[tuple[int, float]] = []
+        # The nearest active memories of the same namespace and agent, read once for both checks below.
+        near: list[tuple[Memory, float]] = []
         if self.policy.enabled or self.policy.supersede:
-            near = vectors.knn(
+            hits = vectors.knn(
                 self.store, table, vector, MERGE_CANDIDATES,
                 namespaces=[item.namespace], statuses=["active"], agent=item.agent,
             )  # fmt: skip
+            found = records.load_many(self.store, [pk for pk, _ in hits])
+            near = [(found[pk], similarity) for pk, similarity in hits if pk in found]
         if self.policy.enabled and not replaced:
-            for pk, similarity in near:
-                memory = records.load(self.store, pk, with_sources=False)
+            for memory, similarity in near:
                 merge, blockers = merge_decision(memory.content, item.content, similarity, self.policy.threshold)
                 if not merge:
                     if blockers and kept_apart is None:
                         kept_apart = (memory.id, round(similarity, 6), blockers)
                     continue
                 self._fold(memory, item, vector, similarity=similarity, table=table, at=now)
-                return AddResult("merged", records.load(self.store, pk), similarity=round(similarity, 6))
+                return AddResult("merged", records.load(self.store, memory.pk), similarity=round(similarity, 6))
         if self.policy.supersede and not replaced:
-            for pk, similarity in near:
-                memory = records.load(self.store, pk, with_sources=False)
+            for memory, similarity in near:
                 reason = supersedes(memory.content, item.content, similarity, self.policy.supersede_similarity)
                 if reason:
                     replaced.append((memory, reason))
