@@ -109,7 +109,10 @@ def test_manifest_threshold_keeps_precision(model_id):
 
     # Something must still merge: precision is vacuously 1.0 when nothing does.
     assert scores.tp > 0, f"{model_id}: nothing merges at {threshold}"
-    assert scores.precision >= recorded["precision"] - PRECISION_SLACK, (
+    # onnxruntime picks its int8 kernels by CPU (AVX2, AVX-512 VNNI, ...), so cosines can move
+    # in the third decimal between machines: one pair crossing the threshold is that, not a regression.
+    one_pair = 1 / (scores.tp + scores.fp)
+    assert scores.precision >= recorded["precision"] - max(PRECISION_SLACK, one_pair), (
         f"{model_id}: precision {scores.precision:.3f} at threshold {threshold} "
         f"(recorded {recorded['precision']:.3f}); recalibrate with scripts/calibrate_merge.py"
     )
