@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from engram_cli import config as configmod
-from engram_cli.errors import InvalidInput
+from engram_cli.errors import EngramError, InvalidInput
+from engram_cli.memory import compact as compactmod
 from engram_cli.memory import decay as decaymod
 from engram_cli.memory import manage, remember, transfer
 from engram_cli.memory import reembed as reembedmod
@@ -281,6 +282,74 @@ class Engram:
         at = parse_time(now, what="--now") if now else None
         namespaces = None if namespace is None else [namespace] if isinstance(namespace, str) else list(namespace)
         return decaymod.run(self.store, half_lives, at=at, namespaces=namespaces, dry_run=dry_run)
+
+    def _model_setting(self, model_id: str, key: str, manifest_field: str) -> float | None:
+        """A per-model threshold: the config's value for the active model, else the model's calibrated one."""
+        from engram_cli.embed import load_manifest
+
+        configured = self.config.get(key)
+        if configured is not None and model_id == self.active_model:
+            return float(configured)
+        try:
+            value = getattr(load_manifest(model_id), manifest_field)
+        except EngramError:
+            return None
+        return None if value is None else float(value)
+
+    def _cluster_thresholds(self, model_id: str) -> compactmod.Thresholds | None:
+        """The configured cluster threshold (one for all scripts), else the model's calibrated ones."""
+        from engram_cli.embed import load_manifest
+
+        configured = self.config.get("compact.cluster_threshold")
+        if configured is not None and model_id == self.active_model:
+            return compactmod.Thresholds.uniform(float(configured))
+        try:
+            manifest = load_manifest(model_id)
+        except EngramError:
+            return None
+        calibrated = manifest.cluster_thresholds
+        if set(calibrated) >= {"latin", "cjk", "cross"}:
+            return compactmod.Thresholds(calibrated["latin"], calibrated["cjk"], calibrated["cross"])
+        return None if manifest.cluster_threshold is None else compactmod.Thresholds.uniform(manifest.cluster_threshold)
+
+    def compact(
+        self,
+        *,
+        now: str | None = None,
+        namespace: str | Sequence[str] | None = None,
+        dry_run: bool = False,
+        progress: Any = None,
+    ) -> compactmod.CompactReport:
+        """Consolidate episodes into semantic memories, fold near duplicates, enforce the cap (see memory/compact)."""
+        from engram_cli.store import vectors
+        from engram_cli.store.lock import exclusive
+
+        cfg = self.config
+        models = [model for model, _ in vectors.models_in_use(self.store)]
+        clusters = {m: t for m in models if (t := self._cluster_thresholds(m))}
+        merges = {m: v for m in models if (v := self._model_setting(m, "merge.threshold", "merge_threshold"))}
+        settings = compactmod.Settings(
+            cluster_threshold=clusters,
+            merge_threshold=merges,
+            half_lives={t: float(cfg.get(f"decay.half_life_days.{t}")) for t in MEMORY_TYPES},
+            min_cluster=int(cfg.get("compact.min_cluster")),
+            max_cluster=int(cfg.get("compact.max_cluster")),
+            window_days=float(cfg.get("compact.window_days")),
+            min_age_days=float(cfg.get("compact.min_age_days")),
+            max_active=int(cfg.get("compact.max_active")),
+            summarizer_command=str(cfg.get("summarizer.command")).strip(),
+            summarizer_timeout_s=float(cfg.get("summarizer.timeout_s")),
+        )
+        at = parse_time(now, what="--now") if now else None
+        namespaces = None if namespace is None else [namespace] if isinstance(namespace, str) else list(namespace)
+
+        def embed_for(model_id: str) -> remember.EmbedFn:
+            return self._passage_embedder(model_id)[0]
+
+        with exclusive(self.path, "compact"):
+            return compactmod.run(
+                self.store, settings, embed_for, at=at, namespaces=namespaces, dry_run=dry_run, progress=progress
+            )
 
     def touch(self, ref: str | Sequence[str]) -> builtins.list[Memory]:
         """Remember again: access +1, decay back to 1.0, archived memories restored."""

@@ -51,6 +51,25 @@ DEFAULTS: dict[str, Any] = {
             "semantic": 180.0,
         },
     },
+    # compact: episodes about one thing become one semantic memory (see `engram compact --help`).
+    "compact": {
+        # None: the active model's calibrated value (its manifest's cluster_threshold).
+        "cluster_threshold": None,
+        "min_cluster": 3,
+        "max_cluster": 50,
+        # Only episodes this close in time form a cluster; 0 means any distance.
+        "window_days": 0.0,
+        # Episodes younger than this are left alone: the work they describe may be ongoing.
+        "min_age_days": 1.0,
+        # Most active memories per namespace; beyond it the lowest importance x decay is archived. 0: no cap.
+        "max_active": 100000,
+    },
+    # An optional local program that writes the consolidated text: it reads the cluster as
+    # JSON on stdin and prints the summary on stdout. Empty: the built-in extractive summary.
+    "summarizer": {
+        "command": "",
+        "timeout_s": 120.0,
+    },
     "store": {
         "busy_timeout_ms": 10000,
     },

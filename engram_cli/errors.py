@@ -42,3 +42,9 @@ class ModelError(EngramError):
 
 class ConflictError(EngramError):
     """A concurrent writer changed a memory and retries were exhausted."""
+
+
+class BusyError(EngramError):
+    """Another process holds a lock this command needs; running again later will work."""
+
+    exit_code = 75  # EX_TEMPFAIL: cron wrappers and hooks read it as "try again later"

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from engram_cli.errors import EngramError
+    from engram_cli.memory.compact import CompactReport
     from engram_cli.memory.decay import DecayReport
     from engram_cli.memory.manage import ForgetResult
     from engram_cli.memory.model import AddResult, Event, Memory
@@ -261,6 +262,40 @@ def decay_report(report: DecayReport, *, as_json: bool) -> None:
         out(
             f"{prefix}{len(report.changes)} of {report.scanned} active memories decayed, "
             f"{report.archived} archived (as of {report.now})"
+        )
+
+
+def compact_report(report: CompactReport, *, as_json: bool) -> None:
+    """The plan (dry run) or what was done; quiet when nothing changed, like decay."""
+    if as_json:
+        json_out(report.to_dict())
+        return
+    would = "would " if report.dry_run else ""
+    for c in report.clusters:
+        target = f"new semantic memory {_short(c.memory_id)}" if c.memory_id else "a new semantic memory"
+        out(f"{would}consolidate {len(c.members)} episodes in {c.namespace} into {target}:")
+        for m in c.members:
+            out(f"    {_short(m.id)}  {_clip(m.content, 70)}")
+        out(f"  -> {_clip(c.content, 200)}")
+    for f in report.folds:
+        what = "join" if f.kind == "joined" else "fold duplicate"
+        out(f"{would}{what} {_short(f.loser.id)} into {_short(f.winner_id)} (cosine {f.similarity:.3f})  "
+            f"{_clip(f.loser.content, 60)}")  # fmt: skip
+    for r in report.capped:
+        out(f"{would}archive {_short(r.id)} (over the cap)  {_clip(r.content, 60)}")
+    for line in report.skipped:
+        note(line)
+    for line in report.errors:
+        note(f"error: {line}")
+    if report.changed or report.dry_run:
+        decay = report.decay
+        joined = sum(1 for f in report.folds if f.kind == "joined")
+        out(
+            f"{'dry run: ' if report.dry_run else ''}{len(report.clusters)} semantic memories from "
+            f"{report.consolidated - joined} episodes, {joined} episodes joined existing ones, "
+            f"{len(report.folds) - joined} duplicates folded, {len(report.capped)} over the cap archived; "
+            f"decay: {len(decay.changes) if decay else 0} updated, {decay.archived if decay else 0} archived "
+            f"({report.scanned} active memories, as of {report.now})"
         )
 
 

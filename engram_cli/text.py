@@ -116,6 +116,20 @@ def fts_query(text: str) -> str | None:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
+SCRIPTS = ("latin", "cjk")
+
+
+def script_of(text: str) -> str:
+    """``cjk`` when CJK characters carry the text (one counts as much as three Latin letters), else ``latin``.
+
+    Embedding models place texts of one script closer together than texts across
+    scripts, so similarity thresholds are calibrated per pair of scripts.
+    """
+    cjk = len(re.findall(f"[{_CJK}]", text))
+    letters = sum(1 for c in text if c.isascii() and c.isalpha())
+    return "cjk" if cjk and cjk * 3 >= letters else "latin"
+
+
 def estimate_tokens(text: str) -> int:
     """Rough token count for prompt budgets: a CJK character ~1 token, ~4 other characters a token."""
     cjk = len(re.findall(f"[{_CJK}]", text))

@@ -8,7 +8,7 @@ import typer
 
 from engram_cli import render
 from engram_cli.cli.context import AppContext
-from engram_cli.errors import UsageError
+from engram_cli.errors import EngramError, UsageError
 
 
 def _app(ctx: typer.Context) -> AppContext:
@@ -31,6 +31,33 @@ def decay(
     """Recompute decay scores and archive faded memories. Quiet unless something changed (for cron)."""
     report = _app(ctx).engram().decay(now=now, namespace=namespace, dry_run=dry_run)
     render.decay_report(report, as_json=as_json)
+
+
+def compact(
+    ctx: typer.Context,
+    now: Annotated[
+        str | None, typer.Option("--now", help="Compute as of this time (ISO 8601): for tests and backfills.")
+    ] = None,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="Only this namespace (default: all of them).")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,
+) -> None:
+    """Consolidate episodes into semantic memories, fold near duplicates, archive what faded, enforce the cap.
+
+    Nothing is deleted: consolidated memories are archived with a link to the memory that
+    carries them. Safe to run from cron: quiet unless something changed, and a second run
+    while one is going exits at once (code 75).
+    """
+    with render.progress("compacting") as advance:
+        report = _app(ctx).engram().compact(now=now, namespace=namespace, dry_run=dry_run, progress=advance)
+    render.compact_report(report, as_json=as_json)
+    if report.errors:
+        raise EngramError(
+            f"{len(report.errors)} clusters were left as they are because summarizer.command failed",
+            hint="fix the command, or clear it to use the built-in summary: engram config set summarizer.command ''",
+        )
 
 
 def touch(
@@ -111,5 +138,6 @@ def register(app: typer.Typer) -> None:
     app.command()(export)
     app.command(name="import")(import_)
     app.command()(decay)
+    app.command()(compact)
     app.command()(touch)
     app.command()(history)

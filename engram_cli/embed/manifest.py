@@ -35,6 +35,9 @@ class ModelManifest:
     languages: tuple[str, ...] = ()
     scripts: tuple[str, ...] = ()
     merge_threshold: float | None = None
+    cluster_threshold: float | None = None
+    # Per pair of scripts ("latin", "cjk", "cross"), when calibrated so; else cluster_threshold for all.
+    cluster_thresholds: dict[str, float] = field(default_factory=dict, compare=False)
     build: str = ""
 
     @classmethod
@@ -59,6 +62,8 @@ class ModelManifest:
                 languages=tuple(data.get("languages") or ()),
                 scripts=tuple(data.get("scripts") or ()),
                 merge_threshold=None if data.get("merge_threshold") is None else float(data["merge_threshold"]),
+                cluster_threshold=None if data.get("cluster_threshold") is None else float(data["cluster_threshold"]),
+                cluster_thresholds={str(k): float(v) for k, v in (data.get("cluster_thresholds") or {}).items()},
                 build=str(data.get("build", "")),
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -87,8 +87,13 @@ def run(
     at: datetime | None = None,
     namespaces: list[str] | None = None,
     dry_run: bool = False,
+    min_change: float = 0.0,
 ) -> DecayReport:
-    """Recompute the decay of every active memory (in ``namespaces``, or all) as of ``at``."""
+    """Recompute the decay of every active memory (in ``namespaces``, or all) as of ``at``.
+
+    Changes smaller than ``min_change`` are left alone (compact uses this so that a
+    run seconds after another does not rewrite every row for a rounding difference).
+    """
     missing = set(MEMORY_TYPES) - set(half_lives)
     if missing:
         raise InvalidInput(f"no half-life configured for {', '.join(sorted(missing))}")
@@ -107,20 +112,26 @@ def run(
                 if memory.status != "active":
                     continue
                 report.scanned += 1
-                change = _decay_one(store, memory, half_lives, moment, stamp, dry_run)
+                change = _decay_one(store, memory, half_lives, moment, stamp, dry_run, min_change)
                 if change is not None:
                     report.changes.append(change)
     return report
 
 
 def _decay_one(
-    store: Store, memory: Memory, half_lives: dict[str, float], moment: datetime, stamp: str, dry_run: bool
+    store: Store,
+    memory: Memory,
+    half_lives: dict[str, float],
+    moment: datetime,
+    stamp: str,
+    dry_run: bool,
+    min_change: float = 0.0,
 ) -> Change | None:
     last = from_iso(memory.last_access_at or memory.created_at)
     days = (moment - last).total_seconds() / 86400
     score = decay_score(memory.importance, days, float(half_lives[memory.type]))
     gone = archives(memory.importance, score)
-    if abs(score - memory.decay_score) < 1e-9 and not gone:
+    if abs(score - memory.decay_score) < max(1e-9, min_change) and not gone:
         return None
     change = Change(memory.id, memory.content, memory.decay_score, score, gone)
     if dry_run:

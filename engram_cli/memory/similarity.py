@@ -63,7 +63,8 @@ _POLAR_WORDS = frozenset(
 SWAP_OVERLAP = 0.4
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """A light English suffix strip: enough to see 'pinned' and 'pinning' as one word."""
     for suffix in ("ing", "ed", "es", "s"):
         if len(word) > 4 and word.endswith(suffix):
             return word[: -len(suffix)]
@@ -71,7 +72,7 @@ def _stem(word: str) -> str:
 
 
 def _terms(text: str) -> set[str]:
-    return {_stem(t) for t in textmod.analyze(text) if t not in textmod.STOPWORDS or t in _POLAR_WORDS}
+    return {stem(t) for t in textmod.analyze(text) if t not in textmod.STOPWORDS or t in _POLAR_WORDS}
 
 
 def negates(text: str) -> bool:

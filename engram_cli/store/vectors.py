@@ -85,12 +85,25 @@ def set_status(store: Store, table: str, pk: int, status: str) -> None:
     store.execute(f"UPDATE {table} SET status = ? WHERE memory_pk = ?", (status, pk))
 
 
+def set_type(store: Store, table: str, pk: int, memory_type: str) -> None:
+    store.execute(f"UPDATE {table} SET memory_type = ? WHERE memory_pk = ?", (memory_type, pk))
+
+
 def get(store: Store, table: str, pks: Iterable[int]) -> dict[int, np.ndarray]:
     out: dict[int, np.ndarray] = {}
     for pk in pks:
         row = store.one(f"SELECT embedding FROM {table} WHERE memory_pk = ?", (pk,))
         if row is not None:
             out[pk] = np.frombuffer(row[0], dtype=np.float32)
+    return out
+
+
+def of_namespace(store: Store, table: str, namespace: str, pks: set[int] | None = None) -> dict[int, np.ndarray]:
+    """Every vector of one namespace (one partition scan), optionally only those of ``pks``."""
+    out: dict[int, np.ndarray] = {}
+    for pk, blob in store.rows(f"SELECT memory_pk, embedding FROM {table} WHERE namespace = ?", (namespace,)):
+        if pks is None or pk in pks:
+            out[int(pk)] = np.frombuffer(blob, dtype=np.float32)
     return out
 
 

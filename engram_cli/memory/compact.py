@@ -1,0 +1,806 @@
+"""compact: consolidate episodes into facts, fold leftover duplicates, keep the store bounded.
+
+One run, per namespace, in this order:
+
+1. decay is recomputed as of ``now`` (faded memories are archived first, so they are
+   not consolidated into something that looks fresh);
+2. active episodic memories join an existing consolidated memory they are close to
+   (cosine >= the model's cluster threshold): they become supporting evidence of it;
+3. the remaining episodes are clustered: oldest first, each episode not yet taken
+   becomes a leader and takes every untaken episode within the threshold (and the
+   time window, if one is set); a group of at least ``min_cluster`` becomes ONE new
+   semantic memory, written extractively (or by ``summarizer.command``);
+4. episodes left over are offered once more to the memories made in step 3;
+5. active near-duplicates (cosine >= the merge threshold, and no merge blocker such
+   as different numbers or polarity) are folded into the more important one;
+6. a hard cap archives the lowest importance x decay beyond ``compact.max_active``.
+
+Nothing is deleted: a consolidated or folded memory is archived with
+``consolidated_into`` pointing at the memory that now carries it, and keeps its
+text, sources and events. Every step is planned from the same snapshot and applied
+one group per transaction, re-checking each row's version, so writers that run at
+the same time are never overwritten: a row they changed is simply left for the
+next run. The plan is a fixed point: a second run right after the first finds
+nothing to do.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shlex
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from engram_cli import text as textmod
+from engram_cli.errors import ConflictError, InvalidInput, NotFound
+from engram_cli.memory import decay as decaymod
+from engram_cli.memory import records
+from engram_cli.memory.model import Memory, Source
+from engram_cli.memory.remember import MAX_CONTENT_CHARS, MERGE_IMPORTANCE_BOOST
+from engram_cli.memory.similarity import merge_decision, stem
+from engram_cli.store import vectors
+from engram_cli.store.db import Store
+from engram_cli.timeutil import from_iso, now, to_iso
+
+log = logging.getLogger(__name__)
+
+EmbedFn = Callable[[Sequence[str]], np.ndarray]
+Progress = Callable[[int, int], None]
+
+# Rows of the similarity matrix computed at once: 256 x 100k float32 is 100 MB.
+BLOCK = 256
+SUMMARY_SENTENCES = 4
+SUMMARY_CHARS = 480
+# Decay differences below this are not worth a write during compact.
+DECAY_STEP = 0.001
+# Marks a memory as made by compact (and therefore one that later episodes may join).
+META_KEY = "consolidated"
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Cluster thresholds of one model by the scripts of the two texts compared.
+
+    Multilingual models put unrelated Chinese texts closer together than unrelated
+    English ones, and texts across languages further apart, so one number cannot
+    serve all three (see scripts/calibrate_compact.py).
+    """
+
+    latin: float
+    cjk: float
+    cross: float
+
+    @classmethod
+    def uniform(cls, value: float) -> Thresholds:
+        return cls(value, value, value)
+
+    def matrix(self) -> np.ndarray:
+        """Indexed by script code (0 latin, 1 cjk) of leader and member."""
+        return np.array([[self.latin, self.cross], [self.cross, self.cjk]], dtype=np.float32)
+
+
+def script_codes(texts: Sequence[str]) -> np.ndarray:
+    return np.array([textmod.SCRIPTS.index(textmod.script_of(t)) for t in texts], dtype=np.int8)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What compact needs from the configuration."""
+
+    cluster_threshold: dict[str, Thresholds]  # per embedding model
+    merge_threshold: dict[str, float]  # per embedding model
+    half_lives: dict[str, float]
+    min_cluster: int = 3
+    max_cluster: int = 50
+    window_days: float = 0.0  # 0: no time window
+    min_age_days: float = 1.0
+    max_active: int = 0  # 0: no cap
+    summarizer_command: str = ""
+    summarizer_timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if self.min_cluster < 2:
+            raise InvalidInput("compact.min_cluster must be at least 2")
+        if self.max_cluster < self.min_cluster:
+            raise InvalidInput("compact.max_cluster must be at least compact.min_cluster")
+        if self.max_active < 0 or self.window_days < 0 or self.min_age_days < 0:
+            raise InvalidInput("compact.max_active, window_days and min_age_days cannot be negative")
+
+
+# -- the plan ------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    """What planning needs of one active memory."""
+
+    pk: int
+    id: str
+    type: str
+    content: str
+    created_at: str
+    importance: float
+    decay_score: float
+    version: int
+    consolidated: bool
+
+
+@dataclass
+class Cluster:
+    """Episodes that become one new semantic memory."""
+
+    namespace: str
+    agent: str
+    model: str
+    members: list[Row]
+    content: str = ""
+    method: str = "extractive"
+    vector: np.ndarray | None = None
+    memory_id: str | None = None  # set when written (or, dry run, left None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "agent": self.agent,
+            "episodes": [{"id": m.id, "content": m.content, "created_at": m.created_at} for m in self.members],
+            "content": self.content,
+            "method": self.method,
+            "memory_id": self.memory_id,
+        }
+
+
+@dataclass
+class Fold:
+    """One memory folded into another: an episode into a consolidated memory, or a near duplicate."""
+
+    kind: str  # "joined" (episode -> consolidated memory) or "duplicate"
+    namespace: str
+    loser: Row
+    winner_id: str
+    winner_pk: int
+    similarity: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "id": self.loser.id,
+            "content": self.loser.content,
+            "into": self.winner_id,
+            "similarity": round(self.similarity, 6),
+        }
+
+
+@dataclass
+class CompactReport:
+    now: str
+    dry_run: bool
+    scanned: int = 0
+    decay: decaymod.DecayReport | None = None
+    clusters: list[Cluster] = field(default_factory=list)
+    folds: list[Fold] = field(default_factory=list)
+    capped: list[Row] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def consolidated(self) -> int:
+        """Episodes archived into a consolidated memory (new or existing)."""
+        return sum(len(c.members) for c in self.clusters) + sum(1 for f in self.folds if f.kind == "joined")
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.clusters or self.folds or self.capped or (self.decay and self.decay.changes))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "now": self.now,
+            "dry_run": self.dry_run,
+            "scanned": self.scanned,
+            "created": len(self.clusters),
+            "consolidated": self.consolidated,
+            "joined": sum(1 for f in self.folds if f.kind == "joined"),
+            "duplicates_folded": sum(1 for f in self.folds if f.kind == "duplicate"),
+            "capped": len(self.capped),
+            "decayed": len(self.decay.changes) if self.decay else 0,
+            "archived_by_decay": self.decay.archived if self.decay else 0,
+            "clusters": [c.to_dict() for c in self.clusters],
+            "folds": [f.to_dict() for f in self.folds],
+            "capped_ids": [r.id for r in self.capped],
+            "skipped": self.skipped,
+            "errors": self.errors,
+        }
+
+
+# -- extractive summaries -------------------------------------------------------------
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(text) if s and len(s.strip()) > 1]
+
+
+def _content_terms(text: str) -> set[str]:
+    return {stem(t) for t in textmod.analyze(text) if t not in textmod.STOPWORDS and len(t) > 1}
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def extractive_summary(
+    texts: Sequence[str], *, max_sentences: int = SUMMARY_SENTENCES, max_chars: int = SUMMARY_CHARS
+) -> str:
+    """The fewest sentences that cover what the texts have in common, in their original order.
+
+    The first sentence is the one whose words the most texts share (the subject of the
+    cluster, not one episode's detail). Further sentences are added only while they
+    bring at least two more shared words, so details found in a single episode stay in
+    the episodes (which remain searchable through the new memory's sources).
+    Deterministic and language-neutral: CJK is scored on character bigrams.
+    """
+    docs = [_content_terms(t) for t in texts]
+    df: dict[str, int] = {}
+    for terms in docs:
+        for term in terms:
+            df[term] = df.get(term, 0) + 1
+    shared = {t for t, n in df.items() if n >= 2}
+    candidates: list[tuple[float, int, str, set[str]]] = []
+    for position, sentence in enumerate(s for t in texts for s in _sentences(t)):
+        terms = _content_terms(sentence)
+        if terms:
+            candidates.append((sum(df[t] for t in terms) / len(terms) ** 0.5, position, sentence, terms))
+    if not candidates:
+        return _clip(" ".join(t.strip() for t in texts if t.strip()), max_chars)
+    candidates.sort(key=lambda c: (-c[0], c[1]))
+    chosen = [candidates[0]]
+    covered = set(candidates[0][3])
+    used = len(candidates[0][2])
+    while len(chosen) < max_sentences:
+        best: tuple[int, tuple[float, int, str, set[str]]] | None = None
+        for cand in candidates:
+            gain = len((cand[3] & shared) - covered)
+            fits = used + 1 + len(cand[2]) <= max_chars
+            if gain >= 2 and fits and (best is None or gain > best[0]):
+                best = (gain, cand)
+        if best is None:
+            break
+        chosen.append(best[1])
+        covered |= best[1][3]
+        used += 1 + len(best[1][2])
+    chosen.sort(key=lambda c: c[1])
+    return _clip(" ".join(c[2] for c in chosen), max_chars)
+
+
+def run_summarizer(command: str, cluster: Cluster, timeout: float) -> str:
+    """Hand the cluster to the user's summariser as JSON on stdin; its stdout is the new memory's text."""
+    payload = {
+        "namespace": cluster.namespace,
+        "agent": cluster.agent,
+        "episodes": [
+            {"id": m.id, "content": m.content, "created_at": m.created_at, "importance": m.importance}
+            for m in cluster.members
+        ],
+        "extractive": cluster.content,
+    }
+    try:
+        done = subprocess.run(
+            shlex.split(command),
+            input=json.dumps(payload, ensure_ascii=False),
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, ValueError) as exc:
+        raise InvalidInput(f"summarizer.command {command!r} cannot run: {exc}") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise InvalidInput(f"summarizer.command timed out after {timeout:.0f} s") from exc
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or ["no message"]
+        raise InvalidInput(f"summarizer.command exited with {done.returncode}: {tail[0][:200]}")
+    summary = textmod.normalize(done.stdout)
+    if not summary:
+        raise InvalidInput("summarizer.command printed nothing")
+    return summary[:MAX_CONTENT_CHARS]
+
+
+# -- planning -----------------------------------------------------------------------
+
+
+def _load_rows(store: Store, namespaces: Sequence[str] | None) -> dict[tuple[str, str, str], list[Row]]:
+    where = "status = 'active' AND embedding_model IS NOT NULL"
+    params: list[Any] = []
+    if namespaces is not None:
+        where += f" AND namespace IN ({', '.join('?' for _ in namespaces)})"
+        params.extend(namespaces)
+    groups: dict[tuple[str, str, str], list[Row]] = {}
+    sql = (
+        "SELECT pk, id, namespace, agent_id, embedding_model, memory_type, content, created_at, importance, "
+        f"decay_score, version, json_extract(metadata, '$.{META_KEY}') IS NOT NULL "
+        f"FROM memories WHERE {where} ORDER BY created_at, pk"
+    )
+    for r in store.rows(sql, params):
+        row = Row(
+            pk=int(r[0]), id=str(r[1]), type=str(r[5]), content=str(r[6]), created_at=str(r[7]),
+            importance=float(r[8]), decay_score=float(r[9]), version=int(r[10]), consolidated=bool(r[11]),
+        )  # fmt: skip
+        groups.setdefault((str(r[2]), str(r[3]), str(r[4])), []).append(row)
+    return groups
+
+
+def _matrix(store: Store, model: str, namespace: str, rows: list[Row]) -> tuple[list[Row], np.ndarray]:
+    """The rows that have a vector, and their vectors as one matrix (row order kept)."""
+    table = vectors.table_for(store, model)
+    if table is None:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    found = vectors.of_namespace(store, table, namespace, {r.pk for r in rows})
+    kept = [r for r in rows if r.pk in found]
+    if not kept:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    return kept, np.stack([found[r.pk] for r in kept]).astype(np.float32, copy=False)
+
+
+@dataclass
+class _Group:
+    namespace: str
+    agent: str
+    model: str
+    rows: list[Row]
+    matrix: np.ndarray
+    taken: np.ndarray  # rows claimed by a cluster or fold in this plan
+    scripts: np.ndarray  # script code of each row's text (see Thresholds)
+
+
+def _eligible(group: _Group, cutoff: str) -> np.ndarray:
+    return np.array(
+        [r.type == "episodic" and not r.consolidated and r.created_at <= cutoff for r in group.rows], dtype=bool
+    )
+
+
+def _join_anchors(
+    group: _Group, anchors: np.ndarray, anchor_rows: list[Row], eligible: np.ndarray, thresholds: np.ndarray
+) -> list[Fold]:
+    """Eligible, untaken episodes close to a consolidated memory become its evidence (the closest one wins)."""
+    folds: list[Fold] = []
+    if not len(anchor_rows):
+        return folds
+    anchor_scripts = script_codes([r.content for r in anchor_rows])
+    candidates = np.flatnonzero(eligible & ~group.taken)
+    for start in range(0, len(candidates), 4096):
+        idx = candidates[start : start + 4096]
+        sims = group.matrix[idx] @ anchors.T
+        passing = np.where(sims >= thresholds[group.scripts[idx]][:, anchor_scripts], sims, -np.inf)
+        best = passing.argmax(axis=1)
+        for k, i in enumerate(idx):
+            score = float(passing[k, best[k]])
+            if score > -np.inf:
+                group.taken[i] = True
+                anchor = anchor_rows[int(best[k])]
+                folds.append(Fold("joined", group.namespace, group.rows[int(i)], anchor.id, anchor.pk, score))
+    return folds
+
+
+def _leader_clusters(group: _Group, eligible: np.ndarray, settings: Settings, thresholds: np.ndarray) -> list[Cluster]:
+    """Oldest untaken episode first; it takes its untaken neighbours within the threshold (and window)."""
+    clusters: list[Cluster] = []
+    episodes = np.flatnonzero(eligible)
+    if len(episodes) < settings.min_cluster:
+        return clusters
+    emat = group.matrix[episodes]
+    times = None
+    if settings.window_days:
+        times = np.array([from_iso(group.rows[i].created_at).timestamp() for i in episodes])
+    window = settings.window_days * 86400
+    for start in range(0, len(episodes), BLOCK):
+        block = episodes[start : start + BLOCK]
+        sims = emat[start : start + BLOCK] @ emat.T
+        close = sims >= thresholds[group.scripts[block]][:, group.scripts[episodes]]
+        for offset, leader in enumerate(block):
+            if group.taken[leader]:
+                continue
+            near = np.flatnonzero(close[offset])
+            members = [int(j) for j in near if episodes[j] != leader and not group.taken[episodes[j]]]
+            if times is not None:
+                t0 = times[start + offset]
+                members = [j for j in members if abs(times[j] - t0) <= window]
+            if len(members) + 1 < settings.min_cluster:
+                continue
+            # The closest first, so a capped cluster keeps its core.
+            members.sort(key=lambda j: (-float(sims[offset, j]), j))
+            members = members[: settings.max_cluster - 1]
+            chosen = sorted([int(leader), *(int(episodes[j]) for j in members)])
+            group.taken[chosen] = True
+            rows = [group.rows[i] for i in chosen]
+            clusters.append(Cluster(group.namespace, group.agent, group.model, rows))
+    return clusters
+
+
+def _duplicate_pairs(group: _Group, threshold: float) -> list[tuple[float, int, int]]:
+    """Pairs of untaken rows at or above the merge threshold, most similar first."""
+    pairs: list[tuple[float, int, int]] = []
+    free = np.flatnonzero(~group.taken)
+    if len(free) < 2:
+        return pairs
+    fmat = group.matrix[free]
+    for start in range(0, len(free), BLOCK):
+        sims = fmat[start : start + BLOCK] @ fmat.T
+        rows_, cols = np.nonzero(sims >= threshold)
+        for r, c in zip(rows_, cols, strict=True):
+            i, j = start + int(r), int(c)
+            if j > i:
+                pairs.append((float(sims[r, c]), int(free[i]), int(free[j])))
+    pairs.sort(key=lambda p: (-p[0], p[1], p[2]))
+    return pairs
+
+
+def _fold_duplicates(group: _Group, threshold: float) -> list[Fold]:
+    folds: list[Fold] = []
+    for similarity, i, j in _duplicate_pairs(group, threshold):
+        if group.taken[i] or group.taken[j]:
+            continue
+        a, b = group.rows[i], group.rows[j]
+        # The more important memory survives; on a tie the older one (it came first).
+        winner, loser, li = (a, b, j) if (a.importance, -i) >= (b.importance, -j) else (b, a, i)
+        ok, _ = merge_decision(winner.content, loser.content, similarity, threshold)
+        if not ok:
+            continue
+        group.taken[li] = True
+        folds.append(Fold("duplicate", group.namespace, loser, winner.id, winner.pk, similarity))
+    return folds
+
+
+# -- applying ----------------------------------------------------------------------------
+
+
+def _fresh(store: Store, rows: Sequence[Row]) -> dict[int, Memory]:
+    """The rows as they are now, keeping only those nobody changed since planning."""
+    current = records.load_many(store, [r.pk for r in rows])
+    return {
+        r.pk: current[r.pk]
+        for r in rows
+        if r.pk in current and current[r.pk].status == "active" and current[r.pk].version == r.version
+    }
+
+
+def _archive_into(store: Store, memory: Memory, into_id: str, stamp: str, note: str) -> None:
+    records.set_status(store, memory, "archived", stamp, consolidated_into=into_id)
+    records.add_event(
+        store, memory.id, "archived", stamp,
+        before={"status": "active"}, after={"status": "archived", "consolidated_into": into_id},
+        note=note, actor="compact",
+    )  # fmt: skip
+
+
+def _write_cluster(store: Store, cluster: Cluster, settings: Settings, at: datetime, stamp: str) -> bool:
+    """Write the new semantic memory and archive its episodes; False if the cluster fell apart meanwhile."""
+    current = _fresh(store, cluster.members)
+    members = [current[r.pk] for r in cluster.members if r.pk in current]
+    if len(members) < settings.min_cluster:
+        return False
+    assert cluster.vector is not None
+    content_hash = textmod.content_hash(cluster.content)
+    same = store.scalar(
+        "SELECT pk FROM memories WHERE namespace = ? AND agent_id = ? AND content_hash = ?",
+        (cluster.namespace, cluster.agent, content_hash),
+    )
+    host = next((m for m in members if m.pk == same), None)
+    if same is not None and host is None:
+        # Word for word a memory outside the cluster: leave the episodes to a person.
+        return False
+    last = max(m.last_access_at or m.created_at for m in members)
+    importance = min(1.0, max(m.importance for m in members) + MERGE_IMPORTANCE_BOOST)
+    days = (at - from_iso(last)).total_seconds() / 86400
+    score = decaymod.decay_score(importance, days, settings.half_lives["semantic"])
+    first = min(m.created_at for m in members)
+    latest = max(m.created_at for m in members)
+    meta = {META_KEY: {"episodes": len(members), "first": first, "last": latest, "method": cluster.method}}
+    summary = f"consolidated from {len(members)} episodes, {first[:10]} to {latest[:10]}"
+    confidence = sum(m.confidence for m in members) / len(members)
+    table = vectors.table_for(store, cluster.model)
+    assert table is not None
+    if host is not None:
+        # The summary is one episode's own words (a one-sentence subject): that episode
+        # becomes the fact, keeping its id and history, and the others fold into it.
+        before = {"type": host.type, "importance": host.importance, "access_count": host.access_count}
+        changes: dict[str, Any] = {
+            "memory_type": "semantic", "summary": summary, "importance": importance, "confidence": confidence,
+            "decay_score": score, "access_count": sum(m.access_count for m in members), "last_access_at": last,
+            "metadata": records.dumps({**host.metadata, **meta}),
+        }  # fmt: skip
+        records.update(store, host, stamp, **changes)
+        vectors.set_type(store, table, host.pk, "semantic")
+        records.add_event(
+            store, host.id, "updated", stamp,
+            before=before,
+            after={"type": "semantic", "importance": importance, "access_count": changes["access_count"]},
+            note=f"became the fact consolidating {len(members)} episodes", actor="compact",
+        )  # fmt: skip
+        memory_id, pk = host.id, host.pk
+        members = [m for m in members if m.pk != host.pk]
+    else:
+        memory_id = records.new_id()
+        store.execute(
+            "INSERT INTO memories (id, namespace, agent_id, session_id, memory_type, content, summary, "
+            "content_hash, embedding_model, importance, confidence, decay_score, access_count, last_access_at, "
+            "created_at, updated_at, status, version, metadata) "
+            "VALUES (?, ?, ?, NULL, 'semantic', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', 1, ?)",
+            (
+                memory_id, cluster.namespace, cluster.agent, cluster.content, summary, content_hash,
+                cluster.model, importance, confidence, score, sum(m.access_count for m in members), last,
+                stamp, stamp, records.dumps(meta),
+            ),
+        )  # fmt: skip
+        pk = int(store.conn.last_insert_rowid())
+        vectors.put(
+            store, table, pk, cluster.vector,
+            namespace=cluster.namespace, status="active", memory_type="semantic", agent=cluster.agent,
+        )  # fmt: skip
+    records.add_tags(store, pk, sorted({t for m in members for t in m.tags}))
+    for m in members:
+        # The episode's words stay searchable through the fact that now carries them.
+        records.add_source(store, pk, Source(kind="compact", ref=m.id, session=m.session, content=m.content), stamp)
+        _archive_into(store, m, memory_id, stamp, f"consolidated into {memory_id[:8]}")
+    records.reindex(store, pk)
+    if host is None:
+        records.add_event(
+            store, memory_id, "created", stamp,
+            after={"importance": importance, "type": "semantic", "namespace": cluster.namespace,
+                   "agent": cluster.agent, "source": "compact", "episodes": [m.id for m in members]},
+            note=f"consolidated {len(members)} episodes ({cluster.method})", actor="compact",
+        )  # fmt: skip
+    cluster.memory_id = memory_id
+    return True
+
+
+def _write_fold(store: Store, fold: Fold, stamp: str) -> bool:
+    current = _fresh(store, [fold.loser])
+    if fold.loser.pk not in current:
+        return False
+    loser = current[fold.loser.pk]
+    try:
+        winner = records.load(store, fold.winner_pk, with_sources=False)
+    except NotFound:  # the winner was purged meanwhile
+        return False
+    if winner.status != "active":
+        return False
+    before = {"importance": winner.importance, "access_count": winner.access_count}
+    changes: dict[str, Any] = {"access_count": winner.access_count + loser.access_count}
+    if fold.kind == "duplicate":
+        changes["importance"] = min(1.0, max(winner.importance, loser.importance) + MERGE_IMPORTANCE_BOOST)
+    stamps = [x for x in (winner.last_access_at, loser.last_access_at) if x]
+    last = max(stamps) if stamps else None
+    if last and last != winner.last_access_at:
+        changes["last_access_at"] = last
+    if fold.kind == "joined":
+        meta = dict(winner.metadata)
+        info = dict(meta.get(META_KEY) or {})
+        info["episodes"] = int(info.get("episodes", 0)) + 1
+        info["last"] = max(str(info.get("last", "")), loser.created_at)
+        meta[META_KEY] = info
+        changes["metadata"] = records.dumps(meta)
+    records.update(store, winner, stamp, **changes)
+    records.add_tags(store, winner.pk, loser.tags)
+    kind = "compact" if fold.kind == "joined" else "merged"
+    records.add_source(
+        store, winner.pk, Source(kind=kind, ref=loser.id, session=loser.session, content=loser.content), stamp
+    )
+    records.reindex(store, winner.pk)
+    note = (
+        f"episode {loser.id[:8]} joined, cosine {fold.similarity:.4f}"
+        if fold.kind == "joined"
+        else f"near duplicate {loser.id[:8]} folded in by compact, cosine {fold.similarity:.4f}"
+    )
+    records.add_event(
+        store, winner.id, "merged", stamp,
+        before=before, after={k: v for k, v in changes.items() if k != "metadata"}, note=note, actor="compact",
+    )  # fmt: skip
+    _archive_into(store, loser, winner.id, stamp, ("consolidated into " if fold.kind == "joined" else "duplicate of ")
+                  + winner.id[:8])  # fmt: skip
+    return True
+
+
+def _cap(store: Store, settings: Settings, namespaces: Sequence[str] | None, report: CompactReport) -> list[Row]:
+    """The active memories beyond the cap, per namespace: lowest importance x decay first."""
+    if not settings.max_active:
+        return []
+    gone = {r.pk for c in report.clusters for r in c.members} | {f.loser.pk for f in report.folds}
+    gone |= {int(pk) for pk in _archived_by_decay(store, report)}
+    over: list[Row] = []
+    groups = _load_rows(store, namespaces)
+    per_ns: dict[str, list[Row]] = {}
+    for (namespace, _, _), rows in groups.items():
+        per_ns.setdefault(namespace, []).extend(r for r in rows if r.pk not in gone)
+    for namespace in sorted(per_ns):
+        rows = per_ns[namespace]
+        extra = len(rows) - settings.max_active
+        if extra > 0:
+            rows.sort(key=lambda r: (r.importance * r.decay_score, r.importance, r.created_at, r.pk))
+            over.extend(rows[:extra])
+    return over
+
+
+def _archived_by_decay(store: Store, report: CompactReport) -> list[int]:
+    if report.decay is None or not report.dry_run:
+        return []
+    ids = [c.id for c in report.decay.changes if c.archived]
+    out: list[int] = []
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ", ".join("?" for _ in chunk)
+        out.extend(int(r[0]) for r in store.rows(f"SELECT pk FROM memories WHERE id IN ({marks})", chunk))
+    return out
+
+
+def _write_cap(store: Store, row: Row, stamp: str, cap: int) -> bool:
+    current = _fresh(store, [row])
+    if row.pk not in current:
+        return False
+    memory = current[row.pk]
+    records.set_status(store, memory, "archived", stamp)
+    records.add_event(
+        store, memory.id, "archived", stamp,
+        before={"status": "active"}, after={"status": "archived"},
+        note=f"over the cap of {cap} active memories (lowest importance x decay)", actor="compact",
+    )  # fmt: skip
+    return True
+
+
+def _transaction(store: Store, action: Callable[[], bool]) -> bool:
+    try:
+        with store.write():
+            return action()
+    except ConflictError:
+        # A writer got there first between our re-read and our update: next run.
+        return False
+
+
+def run(
+    store: Store,
+    settings: Settings,
+    embed_for: Callable[[str], EmbedFn],
+    *,
+    at: datetime | None = None,
+    namespaces: Sequence[str] | None = None,
+    dry_run: bool = False,
+    progress: Progress | None = None,
+) -> CompactReport:
+    """Plan and (unless ``dry_run``) apply one compaction of ``namespaces`` (default: all)."""
+    moment = at or now()
+    stamp = to_iso(moment)
+    report = CompactReport(now=stamp, dry_run=dry_run)
+    tick = progress or (lambda done, total: None)
+    report.decay = decaymod.run(
+        store, settings.half_lives, at=moment, namespaces=list(namespaces) if namespaces else None,
+        dry_run=dry_run, min_change=DECAY_STEP,
+    )  # fmt: skip
+    faded = set(_archived_by_decay(store, report))
+    cutoff = to_iso(moment - timedelta(days=settings.min_age_days))
+    with store.read():
+        groups = _load_rows(store, namespaces)
+        loaded: list[_Group] = []
+        for (namespace, agent, model), rows in sorted(groups.items()):
+            rows = [r for r in rows if r.pk not in faded]
+            report.scanned += len(rows)
+            kept, matrix = _matrix(store, model, namespace, rows)
+            if len(kept) < len(rows):
+                report.skipped.append(
+                    f"{len(rows) - len(kept)} memories in {namespace} have no vector (run `engram audit --fix`)"
+                )
+            if kept:
+                taken = np.zeros(len(kept), dtype=bool)
+                loaded.append(
+                    _Group(namespace, agent, model, kept, matrix, taken, script_codes([r.content for r in kept]))
+                )
+    total = len(loaded)
+    for done, group in enumerate(loaded):
+        tick(done, total)
+        if group.model not in settings.cluster_threshold:
+            report.skipped.append(f"no cluster threshold for model {group.model}; its memories were not clustered")
+            continue
+        _plan_group(store, group, settings, cutoff, embed_for, report, dry_run, moment, stamp)
+    tick(total, total)
+    for row in _cap(store, settings, namespaces, report):
+        if dry_run or _transaction(store, partial(_write_cap, store, row, stamp, settings.max_active)):
+            report.capped.append(row)
+    return report
+
+
+def _plan_group(
+    store: Store,
+    group: _Group,
+    settings: Settings,
+    cutoff: str,
+    embed_for: Callable[[str], EmbedFn],
+    report: CompactReport,
+    dry_run: bool,
+    moment: datetime,
+    stamp: str,
+) -> None:
+    threshold = settings.cluster_threshold[group.model].matrix()
+    eligible = _eligible(group, cutoff)
+    anchor_idx = [i for i, r in enumerate(group.rows) if r.consolidated and r.type == "semantic"]
+    anchors = group.matrix[anchor_idx] if anchor_idx else np.zeros((0, group.matrix.shape[1]), dtype=np.float32)
+    folds = _join_anchors(group, anchors, [group.rows[i] for i in anchor_idx], eligible, threshold)
+    clusters = _leader_clusters(group, eligible, settings, threshold)
+    position = {r.pk: i for i, r in enumerate(group.rows)}
+    ready: list[Cluster] = []
+    for cluster in clusters:
+        cluster.content = extractive_summary([m.content for m in cluster.members])
+        if settings.summarizer_command and not dry_run:
+            try:
+                cluster.content = run_summarizer(settings.summarizer_command, cluster, settings.summarizer_timeout_s)
+                cluster.method = "command"
+            except InvalidInput as exc:
+                report.errors.append(f"{group.namespace}: a cluster of {len(cluster.members)} was left: {exc.message}")
+                group.taken[[position[m.pk] for m in cluster.members]] = False
+                continue
+        ready.append(cluster)
+    if ready:
+        matrix = embed_for(group.model)([c.content for c in ready])
+        for cluster, vector in zip(ready, matrix, strict=True):
+            cluster.vector = np.asarray(vector, dtype=np.float32)
+        ready = _existing_twins(group, ready, settings, folds)
+    made: list[Cluster] = []
+    for cluster in ready:
+        if dry_run or _transaction(store, partial(_write_cluster, store, cluster, settings, moment, stamp)):
+            made.append(cluster)
+        else:
+            report.skipped.append(f"{group.namespace}: a cluster changed while compacting; left for the next run")
+            group.taken[[position[m.pk] for m in cluster.members]] = False
+    report.clusters.extend(made)
+    if made:
+        # The new memories take the episodes close to them that no leader took, so
+        # that the next run (which sees them as consolidated memories) finds nothing.
+        anchor_rows = [
+            Row(pk=_pk_of(store, c.memory_id), id=c.memory_id or "(new)", type="semantic", content=c.content,
+                created_at=stamp, importance=0.0, decay_score=1.0, version=1, consolidated=True)
+            for c in made
+        ]  # fmt: skip
+        new_vectors = np.stack([c.vector for c in made if c.vector is not None])
+        folds += _join_anchors(group, new_vectors, anchor_rows, eligible, threshold)
+    folds += _fold_duplicates(group, settings.merge_threshold.get(group.model, 1.01))
+    for fold in folds:
+        if dry_run or _transaction(store, partial(_write_fold, store, fold, stamp)):
+            report.folds.append(fold)
+
+
+def _existing_twins(group: _Group, ready: list[Cluster], settings: Settings, folds: list[Fold]) -> list[Cluster]:
+    """Clusters whose summary would be a near duplicate of a fact already kept join that fact instead."""
+    threshold = settings.merge_threshold.get(group.model, 1.01)
+    facts = np.flatnonzero(~group.taken & np.array([r.type != "episodic" for r in group.rows], dtype=bool))
+    if not len(facts):
+        return ready
+    keep: list[Cluster] = []
+    for cluster in ready:
+        assert cluster.vector is not None
+        sims = group.matrix[facts] @ cluster.vector
+        best = int(sims.argmax())
+        twin = group.rows[int(facts[best])]
+        score = float(sims[best])
+        if score >= threshold and merge_decision(twin.content, cluster.content, score, threshold)[0]:
+            folds.extend(Fold("joined", group.namespace, m, twin.id, twin.pk, score) for m in cluster.members)
+        else:
+            keep.append(cluster)
+    return keep
+
+
+def _pk_of(store: Store, memory_id: str | None) -> int:
+    if memory_id is None:
+        return 0
+    value = store.scalar("SELECT pk FROM memories WHERE id = ?", (memory_id,))
+    return 0 if value is None else int(value)
