@@ -55,7 +55,7 @@ DEFAULTS: dict[str, Any] = {
     "compact": {
         # None: the active model's calibrated value (its manifest's cluster_threshold).
         "cluster_threshold": None,
-        "min_cluster": 3,
+        "min_cluster": 2,
         "max_cluster": 50,
         # Only episodes this close in time form a cluster; 0 means any distance.
         "window_days": 0.0,

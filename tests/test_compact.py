@@ -271,7 +271,7 @@ def test_a_member_changed_after_planning_is_left_alone(engram: Engram, monkeypat
 
     def run_with_a_writer(store: Any, settings: Any, embed_for: Any, **kw: Any) -> Any:
         def embed_and_interfere(model_id: str) -> Any:
-            engram.touch(ids[1])  # a writer bumps one member between planning and writing
+            engram.touch(ids[1:])  # a writer bumps two members between planning and writing
             return embed_for(model_id)
 
         return original(store, settings, embed_and_interfere, **kw)

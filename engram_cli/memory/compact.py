@@ -98,7 +98,7 @@ class Settings:
     cluster_threshold: dict[str, Thresholds]  # per embedding model
     merge_threshold: dict[str, float]  # per embedding model
     half_lives: dict[str, float]
-    min_cluster: int = 3
+    min_cluster: int = 2
     max_cluster: int = 50
     window_days: float = 0.0  # 0: no time window
     min_age_days: float = 1.0
