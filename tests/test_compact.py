@@ -189,6 +189,16 @@ def test_near_duplicates_fold_into_the_more_important(engram: Engram) -> None:
     assert engram.get(apart).status == "active"
 
 
+def test_a_group_of_near_duplicates_folds_into_one_survivor(engram: Engram) -> None:
+    low = engram.add("The user prefers tabs over spaces for indentation", importance=0.3, no_merge=True).id
+    keep = engram.add("The user prefers tabs over spaces for indentation.", importance=0.7, no_merge=True).id
+    mid = engram.add("The user prefers tabs over spaces for indentation!", importance=0.5, no_merge=True).id
+    report = engram.compact(now=NOW)
+    assert sorted((f.loser.id, f.winner_id) for f in report.folds) == sorted([(low, keep), (mid, keep)])
+    assert engram.get(keep).importance == pytest.approx(0.8)  # two folds, +0.05 each
+    assert not engram.compact(now=NOW).changed
+
+
 def test_numbers_keep_near_duplicates_apart(engram: Engram) -> None:
     engram.add("The staging database listens on port 5433", no_merge=True)
     engram.add("The staging database listens on port 5434", no_merge=True)

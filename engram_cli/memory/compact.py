@@ -430,37 +430,40 @@ def _leader_clusters(group: _Group, eligible: np.ndarray, settings: Settings, th
     return clusters
 
 
-def _duplicate_pairs(group: _Group, threshold: float) -> list[tuple[float, int, int]]:
-    """Pairs of untaken rows at or above the merge threshold, most similar first."""
-    pairs: list[tuple[float, int, int]] = []
+def _fold_duplicates(group: _Group, threshold: float) -> list[Fold]:
+    """Near duplicates among the untaken rows fold into the most important of them.
+
+    Rows are taken as survivors in order of importance (then age); each survivor takes
+    every untaken row within the merge threshold that no merge blocker keeps apart. A
+    survivor is never folded later, so the result does not depend on pair order and a
+    second run finds nothing new.
+    """
+    folds: list[Fold] = []
     free = np.flatnonzero(~group.taken)
     if len(free) < 2:
-        return pairs
+        return folds
+    order = sorted(free, key=lambda i: (-group.rows[i].importance, group.rows[i].created_at, group.rows[i].pk))
+    done = group.taken.copy()
     fmat = group.matrix[free]
-    for start in range(0, len(free), BLOCK):
-        sims = fmat[start : start + BLOCK] @ fmat.T
-        rows_, cols = np.nonzero(sims >= threshold)
-        for r, c in zip(rows_, cols, strict=True):
-            i, j = start + int(r), int(c)
-            if j > i:
-                pairs.append((float(sims[r, c]), int(free[i]), int(free[j])))
-    pairs.sort(key=lambda p: (-p[0], p[1], p[2]))
-    return pairs
-
-
-def _fold_duplicates(group: _Group, threshold: float) -> list[Fold]:
-    folds: list[Fold] = []
-    for similarity, i, j in _duplicate_pairs(group, threshold):
-        if group.taken[i] or group.taken[j]:
-            continue
-        a, b = group.rows[i], group.rows[j]
-        # The more important memory survives; on a tie the older one (it came first).
-        winner, loser, li = (a, b, j) if (a.importance, -i) >= (b.importance, -j) else (b, a, i)
-        ok, _ = merge_decision(winner.content, loser.content, similarity, threshold)
-        if not ok:
-            continue
-        group.taken[li] = True
-        folds.append(Fold("duplicate", group.namespace, loser, winner.id, winner.pk, similarity))
+    for start in range(0, len(order), BLOCK):
+        block = order[start : start + BLOCK]
+        sims = group.matrix[block] @ fmat.T
+        for offset, i in enumerate(block):
+            if done[i]:
+                continue
+            done[i] = True
+            survivor = group.rows[i]
+            near = np.flatnonzero(sims[offset] >= threshold)
+            for j in sorted(near, key=lambda j: -float(sims[offset, j])):
+                other = int(free[j])
+                if done[other]:
+                    continue
+                similarity = float(sims[offset, j])
+                if merge_decision(survivor.content, group.rows[other].content, similarity, threshold)[0]:
+                    done[other] = group.taken[other] = True
+                    folds.append(
+                        Fold("duplicate", group.namespace, group.rows[other], survivor.id, survivor.pk, similarity)
+                    )
     return folds
 
 
@@ -567,7 +570,8 @@ def _write_cluster(store: Store, cluster: Cluster, settings: Settings, at: datet
     return True
 
 
-def _write_fold(store: Store, fold: Fold, stamp: str) -> bool:
+def _write_fold(store: Store, fold: Fold, stamp: str, rows: dict[int, Row]) -> bool:
+    """Fold one memory into another; ``rows`` (the plan's rows) learn the winner's new version."""
     current = _fresh(store, [fold.loser])
     if fold.loser.pk not in current:
         return False
@@ -594,6 +598,9 @@ def _write_fold(store: Store, fold: Fold, stamp: str) -> bool:
         meta[META_KEY] = info
         changes["metadata"] = records.dumps(meta)
     records.update(store, winner, stamp, **changes)
+    if winner.pk in rows:
+        # Our own change: the winner may still be folded later in this run.
+        rows[winner.pk].version = winner.version
     records.add_tags(store, winner.pk, loser.tags)
     kind = "compact" if fold.kind == "joined" else "merged"
     records.add_source(
@@ -774,8 +781,9 @@ def _plan_group(
         new_vectors = np.stack([c.vector for c in made if c.vector is not None])
         folds += _join_anchors(group, new_vectors, anchor_rows, eligible, threshold)
     folds += _fold_duplicates(group, settings.merge_threshold.get(group.model, 1.01))
+    by_pk = {r.pk: r for r in group.rows}
     for fold in folds:
-        if dry_run or _transaction(store, partial(_write_fold, store, fold, stamp)):
+        if dry_run or _transaction(store, partial(_write_fold, store, fold, stamp, by_pk)):
             report.folds.append(fold)
 
 
