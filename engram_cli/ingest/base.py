@@ -1,0 +1,179 @@
+"""What every importer hands the loader: sessions of messages, a cursor, and what it skipped.
+
+An importer reads one tool's files and never touches the database (the loader writes).
+It turns each file into :class:`Session` objects holding only the messages that matter
+(noise such as system reminders, environment blocks, thinking and base64 images is
+dropped by the importer, which knows its format), and returns the :class:`Cursor` to
+resume from next time. Bad input never raises out of ``read``: a line or record that
+cannot be used is counted in ``Batch.skipped`` under a short reason, and its location
+goes to ``Batch.notes`` for ``--verbose``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+# Roles a message can have after import.
+USER = "user"
+ASSISTANT = "assistant"
+TOOL = "tool"  # a tool call (``command``/``text`` = its input) or its result (``is_error`` when it failed)
+SHELL = "shell"  # a command the person typed in a shell
+
+# Tool output is kept only up to this many characters: enough to see an error, not a log dump.
+TOOL_EXCERPT = 600
+# A line longer than this (bytes) is not a message anyone wrote: skipped as "huge line".
+MAX_LINE_BYTES = 8 * 1024 * 1024
+
+
+@dataclass
+class Message:
+    role: str
+    text: str
+    id: str | None = None  # message id, uuid, or "L<line number>" where the format has none
+    at: str | None = None  # ISO 8601 UTC, when the format records it
+    tool: str | None = None  # tool name, for role "tool"
+    command: str | None = None  # the shell command run (Bash tool input, local_shell_call, shell history)
+    is_error: bool = False  # a failed tool call or command
+
+
+@dataclass
+class Session:
+    source: str  # importer name
+    key: str  # stable id of the session within its source (session id, task id, file name …)
+    path: str  # the file (or database) it came from
+    messages: list[Message] = field(default_factory=list)
+    project: str | None = None  # working directory recorded in the log
+    title: str | None = None
+    summary: str | None = None  # the tool's own summary of the session, when it writes one
+    started_at: str | None = None
+    updated_at: str | None = None
+    model: str | None = None
+    # True when ``messages`` is the whole session again (a rewritten file, a rewind, a
+    # replaced file) rather than what came after the cursor: the loader starts the
+    # session's digest over. Memories already stored are recognised by their provenance.
+    restart: bool = False
+
+
+@dataclass
+class Cursor:
+    """Where reading one file stopped. ``state`` holds whatever else the importer needs to resume."""
+
+    path: str
+    inode: int | None = None
+    size: int = 0
+    mtime_ns: int = 0
+    offset: int = 0  # byte offset just after the last complete line (append-only files)
+    last_id: str | None = None
+    last_at: str | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+
+    def unchanged(self, stat: os.stat_result) -> bool:
+        """The file is exactly as it was when this cursor was saved."""
+        return self.inode == stat.st_ino and self.size == stat.st_size and self.mtime_ns == stat.st_mtime_ns
+
+    def replaced(self, stat: os.stat_result) -> bool:
+        """Another file took this path, or the file shrank: start again from the beginning."""
+        return (self.inode is not None and self.inode != stat.st_ino) or stat.st_size < self.offset
+
+
+@dataclass
+class Batch:
+    """What one ``read`` found: sessions (possibly only their new messages), the next cursor, skips."""
+
+    sessions: list[Session]
+    cursor: Cursor
+    skipped: Counter[str] = field(default_factory=Counter)
+    notes: list[str] = field(default_factory=list)
+
+    def skip(self, reason: str, where: str) -> None:
+        self.skipped[reason] += 1
+        if len(self.notes) < 200:
+            self.notes.append(f"{where}: {reason}")
+
+
+class Importer(Protocol):
+    name: str  # command-line name: `engram ingest claude-code`
+    agent: str  # agent recorded on the memories it produces
+    description: str
+
+    def locate(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        """Files this source keeps in its default locations (honouring the tool's env vars); [] when absent."""
+        ...
+
+    def files(self, path: Path) -> list[Path]:
+        """The files to read under a path given with --path (a file, or a directory to search)."""
+        ...
+
+    def read(self, path: Path, cursor: Cursor | None) -> Batch:
+        """Parse ``path`` from ``cursor`` on (None: from the start). Never raises on bad content."""
+        ...
+
+
+def stat_cursor(path: Path, **fields: Any) -> Cursor:
+    """A cursor describing ``path`` as it is now."""
+    st = path.stat()
+    return Cursor(path=str(path), inode=st.st_ino, size=st.st_size, mtime_ns=st.st_mtime_ns, **fields)
+
+
+def complete_lines(path: Path, offset: int, batch: Batch, first_line: int = 0) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, end offset, raw line) for each complete line after ``offset``.
+
+    ``first_line`` is the number of lines before ``offset`` (keep it in the cursor's
+    state), so that line numbers stay those of the file. A last line without its newline
+    is being written right now: it is left for the next run (the cursor stops before
+    it). Huge lines are skipped and counted.
+    """
+    with path.open("rb") as fh:
+        fh.seek(offset)
+        lineno = first_line
+        position = offset
+        while True:
+            raw = fh.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                return
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                # Drain the rest of the huge line, then go on.
+                while raw and not raw.endswith(b"\n"):
+                    position += len(raw)
+                    raw = fh.readline(MAX_LINE_BYTES + 1)
+                lineno += 1
+                position += len(raw)
+                batch.skip("huge line", f"{path}:{lineno}")
+                continue
+            if not raw.endswith(b"\n"):
+                return
+            lineno += 1
+            position += len(raw)
+            yield lineno, position, raw
+
+
+def decode(raw: bytes, batch: Batch, where: str) -> str | None:
+    """UTF-8 text of a line, or None (counted) when it is not text."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        batch.skip("invalid UTF-8", where)
+        return None
+    if "\x00" in text:
+        batch.skip("binary data", where)
+        return None
+    return text
+
+
+def drop_tagged(text: str, *tags: str) -> str:
+    """``text`` without the ``<tag>…</tag>`` blocks that tools inject (reminders, environment dumps)."""
+    for tag in tags:
+        text = re.sub(rf"<{tag}\b[^>]*>.*?</{tag}>", "", text, flags=re.DOTALL)
+    return text.strip()
+
+
+def excerpt(text: str, limit: int = TOOL_EXCERPT) -> str:
+    """Tool output cut to a bounded excerpt: its head, which is where errors usually say what went wrong."""
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit].rstrip() + " …"
