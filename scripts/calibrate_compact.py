@@ -42,7 +42,8 @@ Method, for every shipped model:
      in T on a small set, and the lowest T that merely touches the bar is a
      fragile pick: the report names it and the higher Ts at which the bar is
      lost again. A type with fewer than 10 same-topic pairs cannot be judged,
-     and a type that never holds the bar has no answer: either way it takes
+     a pick that fewer than 3 same-topic pairs clear is too thin to trust,
+     and a type that never holds the bar has no answer: in each case it takes
      the highest of the other two types' thresholds, and the report says so;
   4. English-only models (``languages == ["en"]`` in the manifest, e.g.
      all-MiniLM-L6-v2) are calibrated on the English episodes, for ``latin``
@@ -126,6 +127,8 @@ ALSO_REPORTED_SIZE = 3
 MAX_CLUSTER_SIZE = int(DEFAULTS["compact"]["max_cluster"])
 # A pair type with fewer same-topic pairs than this cannot be judged on its own.
 MIN_SAME_TOPIC_PAIRS = 10
+# Same-topic pairs that must clear a pick for it to count as calibrated.
+MIN_SUPPORT = 3
 # A threshold that fewer same-topic pairs than this reach is flagged as thinly supported (not rejected).
 THIN_SUPPORT = 3
 # Above every cosine: the pair is never clustered.
@@ -401,6 +404,9 @@ def choose_pair_type(pair_type: str, rows: Sequence[PairScores], pairs: int) -> 
         choice.note = f"only {positives} same-topic pairs (< {MIN_SAME_TOPIC_PAIRS}): too few to judge"
     elif stable is None:
         choice.note = f"precision >= {MIN_PRECISION} does not hold up to {GRID_END}"
+    elif rows[stable].tp < MIN_SUPPORT:
+        # A threshold that only one or two true pairs clear says more about those pairs than the type.
+        choice.note = f"the pick {rows[stable].threshold:.3f} rests on {rows[stable].tp} same-topic pair(s): too thin"
     else:
         choice.threshold = rows[stable].threshold
         choice.how = "calibrated"
