@@ -42,3 +42,7 @@ class ModelError(EngramError):
 
 class ConflictError(EngramError):
     """A concurrent writer changed a memory and retries were exhausted."""
+
+
+class ProblemsRemain(EngramError):
+    """`audit --strict` found problems that are still there: a non-zero exit for cron alerts."""

@@ -301,6 +301,14 @@ _PATTERNS: tuple[_Pattern, ...] = (
 CARD_KIND = "card-number"
 # Card numbers rank last: an 18-digit resident id can pass Luhn too.
 _CARD_RANK = len(_PATTERNS)
+_CATEGORIES = {p.kind: p.category for p in _PATTERNS} | {CARD_KIND: PERSONAL}
+KINDS = tuple(sorted(_CATEGORIES))
+
+
+def category(kind: str) -> str:
+    """The category of a finding's kind: secret or personal (secret for a kind this module does not know)."""
+    return _CATEGORIES.get(kind, SECRET)
+
 
 # Runs of digit groups separated by one space or dash: where card numbers hide. Greedy with
 # no look-ahead, so a long run is read once; what follows the run is checked in Python.

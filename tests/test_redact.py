@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engram_cli.redact import (
+    KINDS,
     MARKER_RE,
     Finding,
     card_ok,
@@ -115,6 +116,10 @@ def test_each_format_is_found_and_only_its_value_replaced(kind: str, text: str, 
     assert findings == [finding]
     assert secret not in redacted
     assert redacted == text[: finding.start] + f"[REDACTED:{kind}]" + text[finding.end :]
+
+
+def test_every_kind_has_a_case() -> None:
+    assert {kind for kind, _, _ in POSITIVE} == set(KINDS)
 
 
 @pytest.mark.parametrize("text", NEGATIVE)
