@@ -389,18 +389,20 @@ def run(
     fixed: dict[str, int] = {}
 
     kinds: Counter[str] = Counter()
-    redacted = 0
     for pk in work.secret_pks:
-        found = repairer.redact_memory(pk)
-        if found:
-            redacted += 1
-            kinds.update(found)
+        kinds.update(repairer.redact_memory(pk))
     kinds.update(repairer.redact_events(work.secret_event_pks) if work.secret_event_pks else [])
     if kinds:
         repairer.scrub()
         fixed["secrets"] = len(repairer.redacted_ids)
         shown = ", ".join(f"{kind} x{n}" for kind, n in sorted(kinds.items()))
-        actions.append(Action("redacted", sum(kinds.values()), f"values redacted in {redacted} memories ({shown})"))
+        actions.append(
+            Action(
+                "redacted",
+                sum(kinds.values()),
+                f"values redacted in the rows or history of {len(repairer.redacted_ids)} memories ({shown})",
+            )
+        )
 
     rebuilt = repairer.reindex(work.missing_fts) if work.missing_fts else 0
     embedded = repairer.embed_missing(work.missing_vectors) if work.missing_vectors else 0
@@ -414,9 +416,13 @@ def run(
                 f"{embedded} vectors embedded, {rebuilt} keyword rows rebuilt, {refreshed} vector filters refreshed",
             )
         )
-    if work.orphan_vectors or work.orphan_fts:
-        fixed["orphan_index"] = repairer.remove_orphans(work.orphan_vectors, work.orphan_fts)
-        actions.append(Action("removed_orphans", fixed["orphan_index"], "index rows without a memory removed"))
+    # After the rebuilds: a vector left in another model's table may have been replaced by now.
+    removed = (
+        repairer.remove_orphans(work.orphan_vectors, work.orphan_fts) if work.orphan_vectors or work.orphan_fts else 0
+    )
+    if removed:
+        fixed["orphan_index"] = removed
+        actions.append(Action("removed_orphans", removed, "index rows without a memory removed"))
 
     merged = sum(repairer.merge_group(group) for group in work.exact_groups)
     if merged:
