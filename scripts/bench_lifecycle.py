@@ -70,15 +70,23 @@ def _noisy(rng: np.random.Generator, base: np.ndarray, spread: float) -> np.ndar
 
 
 def build(size: int, path: Path) -> dict[str, Any]:
-    """Write ``size`` synthetic memories with derived vectors into a new database at ``path``."""
+    """Write ``size`` synthetic memories with derived vectors into a new database at ``path``.
+
+    The base vectors are cached beside the database, so a rebuild does not embed them again.
+    """
     items = synthetic.memories(size, seed=0)
     for item in items:
         item["content"] = textmod.normalize(item["content"])
     embedder = load_embedder(DEFAULT_MODEL_ID)
     base_texts = list(dict.fromkeys(i["content"] for i in items))[:BASE]
-    bench.log(f"embedding {len(base_texts)} base texts for real")
+    base_file = path.with_name(f"lifecycle-base-{len(base_texts)}.npy")
     began = time.perf_counter()
-    base = np.concatenate([embedder.embed_batch(base_texts[i : i + 64]) for i in range(0, len(base_texts), 64)])
+    if base_file.exists():
+        base = np.load(base_file)
+    else:
+        bench.log(f"embedding {len(base_texts)} base texts for real")
+        base = np.concatenate([embedder.embed_batch(base_texts[i : i + 64]) for i in range(0, len(base_texts), 64)])
+        np.save(base_file, base)
     embed_seconds = time.perf_counter() - began
     rng = np.random.default_rng(SEED)
     table: dict[str, np.ndarray] = {}
@@ -104,6 +112,8 @@ def build(size: int, path: Path) -> dict[str, Any]:
     with bench._PrecomputedEngram.open(path) as mem:
         assert isinstance(mem, bench._PrecomputedEngram)
         mem.table_embedder = bench._TableEmbedder(embedder.model_id, embedder.dim, table)
+        # Merging and supersession look for neighbours on every write; the texts are distinct by construction.
+        mem.config.values["supersede"]["enabled"] = False
         for start in range(0, len(items), 4096):
             mem.add_many(items[start : start + 4096], no_merge=True)
             bench.log(f"  wrote {min(start + 4096, len(items)):,}/{len(items):,}")
