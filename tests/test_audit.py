@@ -267,6 +267,10 @@ def test_duplicates_and_conflicts_are_reported_and_exact_duplicates_merged(engra
     no_tabs = engram.add("Never use tabs for indentation in the Makefile").memory
     email = engram.add("Send the weekly report by email").memory
     wecom = engram.add("From now on send the weekly report via WeCom instead of email").memory
+    # Episodes are history: both of these happened, so they are not a conflict.
+    engram.add("The nightly build failed on the ARM runner", type="episodic")
+    engram.add("The nightly build did not fail on the ARM runner", type="episodic")
+    engram.add("From now on the nightly build runs on the ARM runner instead of x86", type="episodic")
 
     report = engram.audit()
     duplicates, conflicts = report.check("near_duplicates"), report.check("conflicts")

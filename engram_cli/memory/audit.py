@@ -585,11 +585,13 @@ def _unapplied_corrections(
     agents: dict[str, int] = {}
     agent = np.array([agents.setdefault(r.agent, len(agents)) for r in members])
     listed = {frozenset((a.pk, b.pk)) for _, a, b, _ in out.conflicts}
-    marked = np.flatnonzero(changes)
+    # remember never lets an episode supersede or be superseded by itself: neither does this check.
+    facts = np.array([r.type != "episodic" for r in members], dtype=bool)
+    marked = np.flatnonzero(changes & facts)
     for chunk in chunked(marked.tolist(), TILE):
         sims = matrix[chunk] @ matrix.T
         for row, i in enumerate(chunk):
-            eligible = (rank < rank[i]) & (agent == agent[i])
+            eligible = (rank < rank[i]) & (agent == agent[i]) & facts
             scores = np.where(eligible, sims[row], -2.0)
             k = min(MERGE_CANDIDATES, len(members))
             nearest = np.argpartition(-scores, k - 1)[:k]
@@ -633,6 +635,8 @@ def _classify(
             return
     if cosine < supersede_at or a.superseded_by == b.id or b.superseded_by == a.id:
         return
+    if a.type == "episodic" or b.type == "episodic":
+        return  # episodes are history: "the build failed" and later "the build did not fail" both happened
     if pa.negates != pb.negates and topic_overlap(pa, pb) >= SWAP_OVERLAP:
         out.conflicts.append((cosine, a, b, "opposite polarity"))
 
