@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ import synthetic  # noqa: E402
 from engram_cli import Engram  # noqa: E402
 from engram_cli import text as textmod  # noqa: E402
 from engram_cli.embed import DEFAULT_MODEL_ID, load_embedder  # noqa: E402
+from engram_cli.timeutil import to_iso  # noqa: E402
 
 BASE = 2_000
 SPREAD = 0.75  # noise norm relative to the unit base vector: cosine ~0.8 to the base
@@ -59,6 +61,7 @@ GROUP_SIZE = 3
 SEED = 7
 ALT_MODEL = "all-minilm-l6-v2-q8-v1"
 NOW = "2026-12-01T00:00:00Z"
+START = datetime(2026, 9, 1, tzinfo=UTC)
 EPISODES_FILE = REPO_ROOT / "tests" / "data" / "compact_episodes.jsonl"
 
 
@@ -177,7 +180,8 @@ def bench_own_corpus(workdir: Path) -> dict[str, Any]:
     with Engram.open(db) as mem:
         mem.add_many(
             [
-                {"content": e["text"], "type": "episodic", "created_at": f"2026-10-{1 + i % 28:02d}T09:00:00Z"}
+                # Twelve hours apart in file order, the order the thresholds were calibrated in.
+                {"content": e["text"], "type": "episodic", "created_at": to_iso(START + timedelta(hours=12 * i))}
                 for i, e in enumerate(lines)
             ],
             no_merge=True,
