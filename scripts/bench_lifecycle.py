@@ -14,6 +14,7 @@ which episodes belong together (that is scripts/calibrate_compact.py's job, on r
 Reported (wall time, whole `engram` processes):
   * compact: the first run (decay, clustering, writing every consolidated memory) and a second
     run right after it (a fixed point: planning only), in memories scanned per second;
+  * audit: `engram audit --json` with every check, and with --quick (no pairwise checks);
   * reembed: `engram reembed --model all-minilm-l6-v2-q8-v1 --limit N` on a copy of the database,
     in memories per second (embedding dominates; the full migration time is extrapolated);
   * consolidation on our own labelled corpus: tests/data/compact_episodes.jsonl embedded for real
@@ -156,6 +157,19 @@ def bench_compact(db: Path, workdir: Path) -> dict[str, Any]:
     }
 
 
+def bench_audit(db: Path, workdir: Path) -> dict[str, Any]:
+    """`engram audit` (every check) and `engram audit --quick` on the untouched database."""
+    work = workdir / "audit.db"
+    shutil.copyfile(db, work)
+    out: dict[str, Any] = {}
+    for name, extra in (("full", ()), ("quick", ("--quick",))):
+        seconds, done = run_engram(work, "audit", "--json", *extra)
+        report = json.loads(done.stdout)
+        counts = {c["name"]: c["count"] for c in report["checks"]}
+        out[name] = {"seconds": seconds, "counts": counts}
+    return out
+
+
 def bench_reembed(db: Path, workdir: Path, limit: int) -> dict[str, Any]:
     work = workdir / "reembed.db"
     shutil.copyfile(db, work)
@@ -219,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         workdir = Path(tmp)
         bench.log("compact")
         results["compact"] = bench_compact(db, workdir)
+        bench.log("audit")
+        results["audit"] = bench_audit(db, workdir)
         bench.log("reembed")
         results["reembed"] = bench_reembed(db, workdir, args.reembed_limit)
         bench.log("own corpus")
