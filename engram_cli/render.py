@@ -273,7 +273,10 @@ def compact_report(report: CompactReport, *, as_json: bool) -> None:
         return
     would = "would " if report.dry_run else ""
     for c in report.clusters:
-        target = f"new semantic memory {_short(c.memory_id)}" if c.memory_id else "a new semantic memory"
+        if c.promoted and c.memory_id:
+            target = f"{_short(c.memory_id)}, one of them, now a semantic memory"
+        else:
+            target = f"new semantic memory {_short(c.memory_id)}" if c.memory_id else "a new semantic memory"
         out(f"{would}consolidate {len(c.members)} episodes in {c.namespace} into {target}:")
         for m in c.members:
             out(f"    {_short(m.id)}  {_clip(m.content, 70)}")
