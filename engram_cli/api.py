@@ -12,11 +12,13 @@ from typing import Any
 import numpy as np
 
 from engram_cli import config as configmod
-from engram_cli.errors import EngramError, InvalidInput
+from engram_cli.errors import EngramError, InvalidInput, ModelError
+from engram_cli.memory import audit as auditmod
 from engram_cli.memory import compact as compactmod
 from engram_cli.memory import decay as decaymod
 from engram_cli.memory import manage, remember, transfer
 from engram_cli.memory import reembed as reembedmod
+from engram_cli.memory import repair as repairmod
 from engram_cli.memory.model import MEMORY_TYPES, AddResult, Event, Memory
 from engram_cli.memory.recall import Filters, Hit, RecallSettings, recall
 from engram_cli.memory.similarity import SUPERSEDE_MARGIN
@@ -26,6 +28,7 @@ from engram_cli.timeutil import parse_time
 
 ACTIVE_MODEL_KEY = "active_model"
 ADD_BATCH = 64
+DEFAULT_MERGE_THRESHOLD = 0.92
 
 
 class Engram:
@@ -87,19 +90,32 @@ class Engram:
 
         return load_embedder(model_id)
 
-    def merge_policy(self, no_merge: bool = False) -> remember.MergePolicy:
+    def thresholds(self, model_id: str | None = None) -> tuple[float, float]:
+        """(merge threshold, supersede min similarity) for a model's vectors (default: the active model).
+
+        The config overrides; otherwise the model's calibrated value, or 0.92 for a model
+        without one (or one engram does not ship).
+        """
         threshold = self.config.get("merge.threshold")
         if threshold is None:
             from engram_cli.embed import load_manifest
 
-            threshold = load_manifest(self.active_model).merge_threshold
-        merge_at = float(threshold if threshold is not None else 0.92)
+            try:
+                threshold = load_manifest(model_id or self.active_model).merge_threshold
+            except ModelError:
+                if model_id is None:
+                    raise
+        merge_at = float(threshold if threshold is not None else DEFAULT_MERGE_THRESHOLD)
         supersede_at = self.config.get("supersede.min_similarity")
+        return merge_at, float(supersede_at if supersede_at is not None else merge_at - SUPERSEDE_MARGIN)
+
+    def merge_policy(self, no_merge: bool = False) -> remember.MergePolicy:
+        merge_at, supersede_at = self.thresholds()
         return remember.MergePolicy(
             enabled=bool(self.config.get("merge.enabled")) and not no_merge,
             threshold=merge_at,
             supersede=bool(self.config.get("supersede.enabled")),
-            supersede_similarity=float(supersede_at if supersede_at is not None else merge_at - SUPERSEDE_MARGIN),
+            supersede_similarity=supersede_at,
         )
 
     def _passage_embedder(self, model_id: str) -> tuple[remember.EmbedFn, int]:
@@ -283,19 +299,6 @@ class Engram:
         namespaces = None if namespace is None else [namespace] if isinstance(namespace, str) else list(namespace)
         return decaymod.run(self.store, half_lives, at=at, namespaces=namespaces, dry_run=dry_run)
 
-    def _model_setting(self, model_id: str, key: str, manifest_field: str) -> float | None:
-        """A per-model threshold: the config's value for the active model, else the model's calibrated one."""
-        from engram_cli.embed import load_manifest
-
-        configured = self.config.get(key)
-        if configured is not None and model_id == self.active_model:
-            return float(configured)
-        try:
-            value = getattr(load_manifest(model_id), manifest_field)
-        except EngramError:
-            return None
-        return None if value is None else float(value)
-
     def _cluster_thresholds(self, model_id: str) -> compactmod.Thresholds | None:
         """The configured cluster threshold (one for all scripts), else the model's calibrated ones."""
         from engram_cli.embed import load_manifest
@@ -327,7 +330,7 @@ class Engram:
         cfg = self.config
         models = [model for model, _ in vectors.models_in_use(self.store)]
         clusters = {m: t for m in models if (t := self._cluster_thresholds(m))}
-        merges = {m: v for m in models if (v := self._model_setting(m, "merge.threshold", "merge_threshold"))}
+        merges = {m: self.thresholds(m)[0] for m in models}
         settings = compactmod.Settings(
             cluster_threshold=clusters,
             merge_threshold=merges,
@@ -350,6 +353,37 @@ class Engram:
             return compactmod.run(
                 self.store, settings, embed_for, at=at, namespaces=namespaces, dry_run=dry_run, progress=progress
             )
+
+    def audit(
+        self,
+        *,
+        namespace: str | Sequence[str] | None = None,
+        fix: bool = False,
+        quick: bool = False,
+        now: str | None = None,
+    ) -> auditmod.AuditReport:
+        """Check the store's health (all namespaces unless given); ``fix`` repairs what is safe to repair.
+
+        ``quick`` uses SQLite's quick_check and skips the pairwise checks (near-duplicates, conflicts).
+        """
+        cfg = self.config
+        settings = auditmod.AuditSettings(
+            active_model=self.active_model,
+            thresholds=self.thresholds,
+            stale_days=float(cfg.get("audit.stale_days")),
+            stale_decay=float(cfg.get("audit.stale_decay")),
+            low_confidence=float(cfg.get("audit.low_confidence")),
+            never_accessed_days=float(cfg.get("audit.never_accessed_days")),
+            examples=int(cfg.get("audit.examples")),
+            quick=quick,
+        )
+        at = parse_time(now, what="--now") if now else None
+        namespaces = None if namespace is None else [namespace] if isinstance(namespace, str) else list(namespace)
+        repairs = repairmod.Repairs(
+            embedder=self._passage_embedder,
+            decay=lambda: self.decay(now=now, namespace=namespaces),
+        )
+        return auditmod.run(self.store, settings, namespaces=namespaces, at=at, fix=fix, repairs=repairs)
 
     def touch(self, ref: str | Sequence[str]) -> builtins.list[Memory]:
         """Remember again: access +1, decay back to 1.0, archived memories restored."""

@@ -73,6 +73,16 @@ DEFAULTS: dict[str, Any] = {
     "store": {
         "busy_timeout_ms": 10000,
     },
+    # What `engram audit` reports. Stale: active, last accessed (or created) more than
+    # stale_days ago and decayed below stale_decay. Never accessed: no access in the
+    # never_accessed_days since creation (listed for review, not a problem).
+    "audit": {
+        "stale_days": 90,
+        "stale_decay": 0.25,
+        "low_confidence": 0.3,
+        "never_accessed_days": 30,
+        "examples": 5,
+    },
 }
 
 # Environment variables that override single settings.

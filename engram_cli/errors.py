@@ -48,3 +48,7 @@ class BusyError(EngramError):
     """Another process holds a lock this command needs; running again later will work."""
 
     exit_code = 75  # EX_TEMPFAIL: cron wrappers and hooks read it as "try again later"
+
+
+class ProblemsRemain(EngramError):
+    """`audit --strict` found problems that are still there: a non-zero exit for cron alerts."""

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from engram_cli.errors import EngramError
+    from engram_cli.memory.audit import AuditReport, Check
     from engram_cli.memory.compact import CompactReport
     from engram_cli.memory.decay import DecayReport
     from engram_cli.memory.manage import ForgetResult
@@ -272,7 +273,10 @@ def compact_report(report: CompactReport, *, as_json: bool) -> None:
         return
     would = "would " if report.dry_run else ""
     for c in report.clusters:
-        target = f"new semantic memory {_short(c.memory_id)}" if c.memory_id else "a new semantic memory"
+        if c.promoted and c.memory_id:
+            target = f"{_short(c.memory_id)}, one of them, now a semantic memory"
+        else:
+            target = f"new semantic memory {_short(c.memory_id)}" if c.memory_id else "a new semantic memory"
         out(f"{would}consolidate {len(c.members)} episodes in {c.namespace} into {target}:")
         for m in c.members:
             out(f"    {_short(m.id)}  {_clip(m.content, 70)}")
@@ -297,6 +301,96 @@ def compact_report(report: CompactReport, *, as_json: bool) -> None:
             f"decay: {len(decay.changes) if decay else 0} updated, {decay.archived if decay else 0} archived "
             f"({report.scanned} active memories, as of {report.now})"
         )
+
+
+_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
+
+
+def audit_report(report: AuditReport, *, as_json: bool) -> None:
+    """A summary table, the examples of every check that found something, the repairs, and a verdict."""
+    if as_json:
+        json_out(report.to_dict())
+        return
+    from rich.table import Table
+
+    console = _console()
+    scope = ", ".join(report.namespaces) if report.namespaces else "all namespaces"
+    console.print(f"[bold]audit[/] {_escape(report.database)} ({_escape(scope)}, as of {report.now[:19]}Z)")
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    columns = ["check", "severity", "count", *(["found", "fixed"] if report.fix else []), "what"]
+    for column in columns:
+        table.add_column(
+            column, no_wrap=column != "what", justify="right" if column in ("count", "found", "fixed") else "left"
+        )
+    for check in report.checks:
+        style = _SEVERITY_STYLE[check.severity] if check.count else "green"
+        count = "skipped" if check.skipped else str(check.count)
+        fixed = [str(check.found if check.found is not None else check.count), str(check.fixed)] if report.fix else []
+        table.add_row(check.name, f"[{style}]{check.severity}[/]", count, *fixed, _escape(check.title))
+    console.print(table)
+    for check in report.checks:
+        if check.count:
+            _audit_check(console, check)
+    if report.actions:
+        console.print("\n[bold]fixed[/]")
+        for action in report.actions:
+            console.print(f"  {action.name:<18} {action.count:>5}  {_escape(action.detail)}")
+    left = report.left_for_a_person()
+    if left and report.fix:
+        console.print("\n[bold]left for a person[/]")
+        for check in left:
+            console.print(f"  {check.name:<18} {check.count:>5}  {_escape(check.hint or '')}")
+    problems = report.problems
+    review = sum(c.count for c in report.checks if not c.problem)
+    console.print()
+    if problems:
+        names = ", ".join(f"{c.name} ({c.count})" for c in problems)
+        console.print(f"[bold red]{len(problems)} problem(s):[/] {_escape(names)}")
+    else:
+        console.print("[green]no problems[/]" + (f"; {review} memories to review" if review else ""))
+
+
+def _audit_check(console: Console, check: Check) -> None:
+    console.print(f"\n[bold]{check.name}[/] [dim]{check.count}: {_escape(check.title)}[/]")
+    if check.name == "other_model":
+        d = check.details
+        models = ", ".join(f"{m} {n}" for m, n in d["models"].items())
+        console.print(
+            f"  migration to {_escape(d['target_model'])}: {d['migrated']} of {d['total']} "
+            f"({d['percent_migrated']}%) done; {_escape(models)}"
+        )
+    for example in check.examples:
+        for line in _audit_example(example):
+            console.print("  " + _escape(line))
+    if check.details.get("truncated"):
+        console.print("  [dim]stopped at the pair limit: there are at least this many[/]")
+    if check.hint:
+        console.print(f"  [dim]→ {_escape(check.hint)}[/]")
+
+
+def _audit_example(ex: dict[str, Any]) -> list[str]:
+    if "detail" in ex:
+        return [ex["detail"]]
+    if "rowid" in ex:
+        return [f"{ex['index']} row {ex['rowid']}"]
+    if "model" in ex:
+        return []  # shown in the migration line
+    if "other_id" in ex:
+        why = "exact" if ex.get("exact") else ex.get("reason", "near duplicate")
+        return [
+            f"{ex['id']} ~ {ex['other_id']}  cosine {ex['cosine']:.3f}  {why}",
+            f"    {ex['text']}",
+            f"    {ex['other_text']}",
+        ]
+    extras = [
+        f"{key} {', '.join(value) if isinstance(value, list) else value}"
+        for key, value in ex.items()
+        if key not in ("id", "text", "purged")
+    ]
+    if ex.get("purged"):
+        extras.append("(purged memory's history)")
+    text = f"  {ex['text']}" if ex.get("text") else ""
+    return [f"{ex['id']}  {'; '.join(extras)}{text}".rstrip()]
 
 
 def events(items: Sequence[Event], *, as_json: bool) -> None:

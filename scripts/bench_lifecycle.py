@@ -14,6 +14,7 @@ which episodes belong together (that is scripts/calibrate_compact.py's job, on r
 Reported (wall time, whole `engram` processes):
   * compact: the first run (decay, clustering, writing every consolidated memory) and a second
     run right after it (a fixed point: planning only), in memories scanned per second;
+  * audit: `engram audit --json` with every check, and with --quick (no pairwise checks);
   * reembed: `engram reembed --model all-minilm-l6-v2-q8-v1 --limit N` on a copy of the database,
     in memories per second (embedding dominates; the full migration time is extrapolated);
   * consolidation on our own labelled corpus: tests/data/compact_episodes.jsonl embedded for real
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +52,7 @@ import synthetic  # noqa: E402
 from engram_cli import Engram  # noqa: E402
 from engram_cli import text as textmod  # noqa: E402
 from engram_cli.embed import DEFAULT_MODEL_ID, load_embedder  # noqa: E402
+from engram_cli.timeutil import to_iso  # noqa: E402
 
 BASE = 2_000
 SPREAD = 0.75  # noise norm relative to the unit base vector: cosine ~0.8 to the base
@@ -59,6 +62,7 @@ GROUP_SIZE = 3
 SEED = 7
 ALT_MODEL = "all-minilm-l6-v2-q8-v1"
 NOW = "2026-12-01T00:00:00Z"
+START = datetime(2026, 9, 1, tzinfo=UTC)
 EPISODES_FILE = REPO_ROOT / "tests" / "data" / "compact_episodes.jsonl"
 
 
@@ -70,15 +74,23 @@ def _noisy(rng: np.random.Generator, base: np.ndarray, spread: float) -> np.ndar
 
 
 def build(size: int, path: Path) -> dict[str, Any]:
-    """Write ``size`` synthetic memories with derived vectors into a new database at ``path``."""
+    """Write ``size`` synthetic memories with derived vectors into a new database at ``path``.
+
+    The base vectors are cached beside the database, so a rebuild does not embed them again.
+    """
     items = synthetic.memories(size, seed=0)
     for item in items:
         item["content"] = textmod.normalize(item["content"])
     embedder = load_embedder(DEFAULT_MODEL_ID)
     base_texts = list(dict.fromkeys(i["content"] for i in items))[:BASE]
-    bench.log(f"embedding {len(base_texts)} base texts for real")
+    base_file = path.with_name(f"lifecycle-base-{len(base_texts)}.npy")
     began = time.perf_counter()
-    base = np.concatenate([embedder.embed_batch(base_texts[i : i + 64]) for i in range(0, len(base_texts), 64)])
+    if base_file.exists():
+        base = np.load(base_file)
+    else:
+        bench.log(f"embedding {len(base_texts)} base texts for real")
+        base = np.concatenate([embedder.embed_batch(base_texts[i : i + 64]) for i in range(0, len(base_texts), 64)])
+        np.save(base_file, base)
     embed_seconds = time.perf_counter() - began
     rng = np.random.default_rng(SEED)
     table: dict[str, np.ndarray] = {}
@@ -104,6 +116,8 @@ def build(size: int, path: Path) -> dict[str, Any]:
     with bench._PrecomputedEngram.open(path) as mem:
         assert isinstance(mem, bench._PrecomputedEngram)
         mem.table_embedder = bench._TableEmbedder(embedder.model_id, embedder.dim, table)
+        # Merging and supersession look for neighbours on every write; the texts are distinct by construction.
+        mem.config.values["supersede"]["enabled"] = False
         for start in range(0, len(items), 4096):
             mem.add_many(items[start : start + 4096], no_merge=True)
             bench.log(f"  wrote {min(start + 4096, len(items)):,}/{len(items):,}")
@@ -143,6 +157,19 @@ def bench_compact(db: Path, workdir: Path) -> dict[str, Any]:
     }
 
 
+def bench_audit(db: Path, workdir: Path) -> dict[str, Any]:
+    """`engram audit` (every check) and `engram audit --quick` on the untouched database."""
+    work = workdir / "audit.db"
+    shutil.copyfile(db, work)
+    out: dict[str, Any] = {}
+    for name, extra in (("full", ()), ("quick", ("--quick",))):
+        seconds, done = run_engram(work, "audit", "--json", *extra)
+        report = json.loads(done.stdout)
+        counts = {c["name"]: c["count"] for c in report["checks"]}
+        out[name] = {"seconds": seconds, "counts": counts}
+    return out
+
+
 def bench_reembed(db: Path, workdir: Path, limit: int) -> dict[str, Any]:
     work = workdir / "reembed.db"
     shutil.copyfile(db, work)
@@ -167,7 +194,8 @@ def bench_own_corpus(workdir: Path) -> dict[str, Any]:
     with Engram.open(db) as mem:
         mem.add_many(
             [
-                {"content": e["text"], "type": "episodic", "created_at": f"2026-10-{1 + i % 28:02d}T09:00:00Z"}
+                # Twelve hours apart in file order, the order the thresholds were calibrated in.
+                {"content": e["text"], "type": "episodic", "created_at": to_iso(START + timedelta(hours=12 * i))}
                 for i, e in enumerate(lines)
             ],
             no_merge=True,
@@ -205,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         workdir = Path(tmp)
         bench.log("compact")
         results["compact"] = bench_compact(db, workdir)
+        bench.log("audit")
+        results["audit"] = bench_audit(db, workdir)
         bench.log("reembed")
         results["reembed"] = bench_reembed(db, workdir, args.reembed_limit)
         bench.log("own corpus")

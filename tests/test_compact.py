@@ -92,6 +92,7 @@ def test_a_cluster_of_episodes_becomes_one_semantic_memory(engram: Engram, rows:
     assert set(by_members) == {frozenset(upload), frozenset(cors)}
     # Both summaries are one episode's own words: that episode becomes the fact.
     assert by_members[frozenset(upload)] == upload[0] and by_members[frozenset(cors)] == cors[0]
+    assert all(c.promoted for c in report.clusters)
     for ids in (upload, cors):
         fact = engram.get(ids[0])
         assert fact.type == "semantic" and fact.status == "active"

@@ -51,6 +51,15 @@ def test_unrelated_change_does_not_supersede(engram: Engram) -> None:
     assert new.superseded == []
 
 
+def test_episodes_are_history_and_are_not_superseded(engram: Engram) -> None:
+    before = engram.add("Sent the weekly report by email", type="episodic")
+    after = engram.add("From now on sent the weekly report via WeCom instead of email", type="episodic")
+    assert after.superseded == [] and engram.get(before.id).status == "active"
+    fact = engram.add("From now on send the weekly report via WeCom instead of email")
+    assert fact.superseded == []  # a fact does not overrule what happened either
+    assert engram.get(before.id).status == "active"
+
+
 def test_rule_parts() -> None:
     assert supersedes("Use Black", "From now on use Ruff instead of Black", 0.93, 0.85)
     assert supersedes("Use Black", "Use Ruff instead of Black", 0.80, 0.85) is None  # not similar enough

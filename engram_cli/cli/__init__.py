@@ -68,10 +68,11 @@ def root(
 
 
 def _register() -> None:
-    from engram_cli.cli import lifecycle, memories, system
+    from engram_cli.cli import lifecycle, maintenance, memories, system
 
     memories.register(app)
     lifecycle.register(app)
+    maintenance.register(app)
     system.register(app)
 
 

@@ -145,6 +145,7 @@ class Cluster:
     method: str = "extractive"
     vector: np.ndarray | None = None
     memory_id: str | None = None  # set when written (or, dry run, left None)
+    promoted: bool = False  # the summary was one episode's own words: that episode became the fact
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -154,6 +155,7 @@ class Cluster:
             "content": self.content,
             "method": self.method,
             "memory_id": self.memory_id,
+            "promoted": self.promoted,
         }
 
 
@@ -535,6 +537,7 @@ def _write_cluster(store: Store, cluster: Cluster, settings: Settings, at: datet
         )  # fmt: skip
         memory_id, pk = host.id, host.pk
         members = [m for m in members if m.pk != host.pk]
+        cluster.promoted = True
     else:
         memory_id = records.new_id()
         store.execute(

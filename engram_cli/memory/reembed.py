@@ -22,6 +22,8 @@ from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now
 
 ACTIVE_MODEL_KEY = "active_model"
+# The model an unfinished reembed is moving rows to, so `audit` can show its progress.
+TARGET_MODEL_KEY = "reembed_target"
 
 
 @dataclass
@@ -61,6 +63,8 @@ def run(
     total = pending(store, model_id)
     goal = total if limit is None else min(total, limit)
     table = vectors.ensure_table(store, model_id, dim)
+    if total:
+        store.set_setting(TARGET_MODEL_KEY, model_id)
     done = 0
     while done < goal:
         rows = store.rows(
@@ -95,5 +99,7 @@ def run(
             progress(done, goal)
     remaining = pending(store, model_id)
     if remaining == 0:
-        store.set_setting(ACTIVE_MODEL_KEY, model_id)
+        with store.write():
+            store.set_setting(ACTIVE_MODEL_KEY, model_id)
+            store.delete_setting(TARGET_MODEL_KEY)
     return ReembedReport(model=model_id, done=done, remaining=remaining, active=remaining == 0)

@@ -262,8 +262,12 @@ class Writer:
                     continue
                 self._fold(memory, item, vector, similarity=similarity, table=table, at=now)
                 return AddResult("merged", records.load(self.store, memory.pk), similarity=round(similarity, 6))
-        if self.policy.supersede and not replaced:
+        # An episode records what happened; a later one does not make it untrue, so only
+        # facts, procedures and working notes supersede one another by themselves.
+        if self.policy.supersede and not replaced and item.type != "episodic":
             for memory, similarity in near:
+                if memory.type == "episodic":
+                    continue
                 reason = supersedes(memory.content, item.content, similarity, self.policy.supersede_similarity)
                 if reason:
                     replaced.append((memory, reason))

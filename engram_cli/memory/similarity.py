@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from engram_cli import text as textmod
 
@@ -72,7 +74,28 @@ def stem(word: str) -> str:
 
 
 def _terms(text: str) -> set[str]:
-    return {stem(t) for t in textmod.analyze(text) if t not in textmod.STOPWORDS or t in _POLAR_WORDS}
+    return _terms_of(textmod.analyze(text))
+
+
+def _terms_of(words: Sequence[str]) -> set[str]:
+    return {stem(t) for t in words if t not in textmod.STOPWORDS or t in _POLAR_WORDS}
+
+
+# The English negations as single analysed terms (what _NEGATION_EN finds inside one word).
+_NEGATION_TERMS = frozenset(
+    {"not", "never", "no", "none", "nothing", "neither", "nor", "without", "avoid", "stop", "cannot", "dont"}
+)
+
+
+def _negation_term(term: str) -> bool:
+    if term.isascii():
+        return term in _NEGATION_TERMS or term.endswith("n't")
+    return _NEGATION_ZH.search(term) is not None
+
+
+def topic_terms(words: Sequence[str]) -> frozenset[str]:
+    """What analysed text is about: its stemmed content words, polarity and negation words aside."""
+    return frozenset(t for t in _terms_of(words) - _POLAR_WORDS if not _negation_term(t))
 
 
 def negates(text: str) -> bool:
@@ -85,20 +108,55 @@ def change_marker(text: str) -> str | None:
     return match.group(0) if match else None
 
 
-def merge_blockers(a: str, b: str) -> list[str]:
-    """Reasons why two similar texts are different memories; empty when they may merge."""
+@dataclass(frozen=True)
+class Profile:
+    """What the lexical guard reads from one text, computed once so many pairs can share it."""
+
+    numbers: tuple[tuple[str, int], ...]
+    negates: bool
+    changes: bool
+    terms: frozenset[str]
+    words: tuple[str, ...]
+    topic: frozenset[str]  # the terms without polarity and negation words: what the text is about
+
+
+def profile(text: str) -> Profile:
+    words = tuple(textmod.analyze(text))
+    return Profile(
+        numbers=tuple(sorted(Counter(_NUMBER.findall(text)).items())),
+        negates=negates(text),
+        changes=change_marker(text) is not None,
+        terms=frozenset(_terms_of(words)),
+        words=words,
+        topic=topic_terms(words),
+    )
+
+
+def profile_blockers(a: Profile, b: Profile) -> list[str]:
+    """:func:`merge_blockers` for texts already profiled."""
     reasons: list[str] = []
-    if Counter(_NUMBER.findall(a)) != Counter(_NUMBER.findall(b)):
+    if a.numbers != b.numbers:
         reasons.append("different numbers")
-    if negates(a) != negates(b):
+    if a.negates != b.negates:
         reasons.append("opposite polarity")
-    if (change_marker(a) is None) != (change_marker(b) is None):
+    if a.changes != b.changes:
         reasons.append("one side states a change")
-    ta, tb = _terms(a), _terms(b)
+    ta, tb = a.terms, b.terms
     only_a, only_b = ta - tb, tb - ta
     if only_a and only_b and ta | tb and len(ta & tb) / len(ta | tb) >= SWAP_OVERLAP:
         reasons.append("a word was swapped: " + ", ".join(sorted(only_a)[:3]) + " / " + ", ".join(sorted(only_b)[:3]))
     return reasons
+
+
+def merge_blockers(a: str, b: str) -> list[str]:
+    """Reasons why two similar texts are different memories; empty when they may merge."""
+    return profile_blockers(profile(a), profile(b))
+
+
+def topic_overlap(a: Profile, b: Profile) -> float:
+    """Share of content words two texts have in common, polarity words aside (Jaccard)."""
+    union = len(a.topic | b.topic)
+    return len(a.topic & b.topic) / union if union else 0.0
 
 
 def same_words(a: str, b: str) -> bool:

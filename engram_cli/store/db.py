@@ -111,6 +111,10 @@ class Store:
                 (key, value),
             )
 
+    def delete_setting(self, key: str) -> None:
+        with self.write():
+            self.execute("DELETE FROM settings WHERE key = ?", (key,))
+
     def schema_version(self) -> int:
         return int(self.scalar(f"SELECT coalesce(max(id), 0) FROM {MIGRATIONS_TABLE}") or 0)
 

@@ -1,0 +1,57 @@
+"""audit."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from engram_cli import render
+from engram_cli.cli.context import AppContext
+from engram_cli.errors import ProblemsRemain
+
+
+def _app(ctx: typer.Context) -> AppContext:
+    obj = ctx.obj
+    assert isinstance(obj, AppContext)
+    return obj
+
+
+def audit(
+    ctx: typer.Context,
+    namespace: Annotated[
+        list[str] | None,
+        typer.Option("--namespace", "-n", help="Only this namespace (repeatable; default: all of them)."),
+    ] = None,
+    fix: Annotated[
+        bool,
+        typer.Option(
+            "--fix",
+            help="Repair what is safe: redact secrets, rebuild index rows, remove orphans, merge exact duplicates, "
+            "re-run decay.",
+        ),
+    ] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Exit 1 when problems (not informational items) remain: for cron.")
+    ] = False,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="SQLite quick_check instead of integrity_check; skip the pairwise checks.")
+    ] = False,
+    now: Annotated[
+        str | None, typer.Option("--now", help="Judge ages as of this time (ISO 8601): for tests and backfills.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the full report as JSON.")] = False,
+) -> None:
+    """Report the store's health: stale, duplicate or conflicting memories, secrets, index and file damage."""
+    report = _app(ctx).engram().audit(namespace=namespace, fix=fix, quick=quick, now=now)
+    render.audit_report(report, as_json=as_json)
+    if strict and report.problems:
+        names = ", ".join(f"{c.name} ({c.count})" for c in report.problems)
+        raise ProblemsRemain(
+            f"audit found problems that remain: {names}",
+            hint="`engram audit --fix` repairs what is safe; the report says what is left for a person",
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(audit)

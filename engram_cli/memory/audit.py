@@ -1,0 +1,770 @@
+"""audit: how healthy the store is. The repairs ``fix`` makes live in :mod:`engram_cli.memory.repair`.
+
+Checks, by severity (``error`` and ``warning`` are problems; ``info`` lists memories to review):
+
+- integrity (error): ``PRAGMA integrity_check`` (``quick_check`` when quick) and ``foreign_key_check``.
+- secrets (error): credentials or personal numbers (see :mod:`engram_cli.redact`) in a memory's text,
+  summary or metadata, in its sources, or in its events.
+- missing_index (error): a memory without a vector in its model's table, without a keyword row, or whose
+  vector row carries outdated filter columns (namespace, status, type, agent), which recall filters on.
+- orphan_index (error): vector or keyword rows whose memory is gone, or vectors left in another model's table.
+- other_model (warning): memories whose vector comes from another model than the active one, or than the
+  target of an unfinished reembed: the migration's progress.
+- near_duplicates (warning): active pairs of one namespace, agent and model that remember would have merged:
+  the same words, or a cosine at the model's merge threshold with no lexical blocker.
+- conflicts (warning): active, similar pairs (cosine at the supersede similarity) about the same thing that
+  disagree: opposite polarity, or a correction that never replaced what it corrects.
+- stale, low_confidence, never_accessed (info).
+
+Similar pairs come from tiled matrix products over the vectors of each namespace and model,
+never from one KNN query per memory. Integrity and orphans concern the whole file whatever
+the namespaces; everything else is limited to them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from engram_cli import redact as redactmod
+from engram_cli import text as textmod
+from engram_cli.errors import InvalidInput
+from engram_cli.memory import repair
+from engram_cli.memory.reembed import TARGET_MODEL_KEY
+from engram_cli.memory.remember import MERGE_CANDIDATES, chunked
+from engram_cli.memory.repair import Action, Repairs, Work
+from engram_cli.memory.similarity import (
+    SWAP_OVERLAP,
+    Profile,
+    change_marker,
+    negates,
+    profile,
+    profile_blockers,
+    supersedes,
+    topic_overlap,
+    topic_terms,
+)
+from engram_cli.store import vectors
+from engram_cli.store.db import Store
+from engram_cli.timeutil import now as utcnow
+from engram_cli.timeutil import to_iso
+
+INFO, WARNING, ERROR = "info", "warning", "error"
+CHUNK = 500  # rows per IN (...) list
+TILE = 2048  # rows and columns per matrix product (16 MB of float32)
+# Similar pairs classified at most; a store of near-identical templated texts stops here
+# (and says so) instead of listing n² pairs.
+MAX_PAIRS = 200_000
+EXCERPT = 90
+
+# -- what the report is made of ---------------------------------------------------------------
+
+
+@dataclass
+class Check:
+    """One check's result: how many, a few examples, and what to do."""
+
+    name: str
+    title: str
+    severity: str
+    count: int = 0
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    hint: str | None = None
+    found: int | None = None  # before --fix repaired anything
+    fixed: int = 0
+    skipped: str | None = None
+
+    @property
+    def problem(self) -> bool:
+        return self.severity != INFO and self.count > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "severity": self.severity,
+            "problem": self.problem,
+            "count": self.count,
+            "found": self.count if self.found is None else self.found,
+            "fixed": self.fixed,
+            "skipped": self.skipped,
+            "hint": self.hint if self.count else None,
+            "details": self.details,
+            "examples": self.examples,
+        }
+
+
+@dataclass
+class AuditReport:
+    database: str
+    now: str
+    namespaces: list[str] | None
+    fix: bool
+    quick: bool
+    checks: list[Check]
+    actions: list[Action] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[Check]:
+        return [c for c in self.checks if c.problem]
+
+    def check(self, name: str) -> Check:
+        return next(c for c in self.checks if c.name == name)
+
+    def left_for_a_person(self) -> list[Check]:
+        """What is still there after any fixes: problems first, then memories to review."""
+        remaining = [c for c in self.checks if c.count]
+        return sorted(remaining, key=lambda c: (not c.problem, self.checks.index(c)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "database": self.database,
+            "now": self.now,
+            "namespaces": self.namespaces,
+            "fix": self.fix,
+            "quick": self.quick,
+            "ok": not self.problems,
+            "problems": [c.name for c in self.problems],
+            "checks": [c.to_dict() for c in self.checks],
+            "actions": [a.to_dict() for a in self.actions],
+            "left_for_a_person": [
+                {"check": c.name, "count": c.count, "problem": c.problem, "hint": c.hint}
+                for c in self.left_for_a_person()
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """Thresholds (config ``audit.*``) and what the engine needs to know about models."""
+
+    active_model: str
+    # model id -> (merge threshold, supersede min similarity)
+    thresholds: Callable[[str], tuple[float, float]]
+    stale_days: float = 90
+    stale_decay: float = 0.25
+    low_confidence: float = 0.3
+    never_accessed_days: float = 30
+    examples: int = 5
+    quick: bool = False
+
+
+# -- reading the store once -------------------------------------------------------------------
+
+
+class _Row(NamedTuple):
+    pk: int
+    id: str
+    namespace: str
+    agent: str
+    type: str
+    status: str
+    content: str
+    summary: str | None
+    model: str | None
+    confidence: float
+    decay: float
+    access_count: int
+    last_access: str | None
+    created_at: str
+    superseded_by: str | None
+    metadata: str
+
+
+_ROW_COLUMNS = (
+    "pk, id, namespace, agent_id, memory_type, status, content, summary, embedding_model, confidence, decay_score, "
+    "access_count, last_access_at, created_at, superseded_by, metadata"
+)
+
+
+@dataclass
+class _Scope:
+    namespaces: list[str] | None
+
+    def where(self, alias: str = "") -> tuple[str, list[Any]]:
+        if self.namespaces is None:
+            return "1", []
+        column = f"{alias}.namespace" if alias else "namespace"
+        return f"{column} IN ({', '.join('?' for _ in self.namespaces)})", list(self.namespaces)
+
+
+@dataclass
+class _Scan:
+    checks: dict[str, Check]
+    work: Work  # what --fix may repair
+
+
+def excerpt(text: str, width: int = EXCERPT) -> str:
+    """A one-line excerpt that never shows a secret: redacted, and centred on the first marker if any."""
+    redacted, _ = redactmod.redact(text)
+    flat = " ".join(redacted.split())
+    if len(flat) <= width:
+        return flat
+    first = redactmod.MARKER_RE.search(flat)
+    start = 0 if first is None else max(0, min(first.start() - width // 3, len(flat) - width))
+    clipped = flat[start : start + width - 2]
+    return ("…" if start else "") + clipped + ("…" if start + width - 2 < len(flat) else "")
+
+
+def _example(row: _Row, **extra: Any) -> dict[str, Any]:
+    return {"id": row.id[:8], "text": excerpt(row.content), **extra}
+
+
+# -- the checks -------------------------------------------------------------------------------
+
+
+def _integrity(store: Store, quick: bool, limit: int) -> Check:
+    mode = "quick_check" if quick else "integrity_check"
+    messages = [str(r[0]) for r in store.rows(f"PRAGMA {mode}") if str(r[0]) != "ok"]
+    for table, rowid, parent, _ in store.rows("PRAGMA foreign_key_check"):
+        messages.append(f"{table} row {rowid} points at a missing row of {parent}")
+    return Check(
+        "integrity",
+        "SQLite integrity and foreign keys",
+        ERROR,
+        count=len(messages),
+        examples=[{"detail": m} for m in messages[:limit]],
+        details={"mode": mode},
+        hint="the file is damaged: restore a backup, or `engram export --all-namespaces` what still reads "
+        "and import it into a new database",
+    )
+
+
+def _secrets(store: Store, rows: list[_Row], scope: _Scope, limit: int, work: Work) -> Check:
+    # Per memory id (the tombstones of purged memories included): where, which kinds, an excerpt.
+    where_found: dict[str, set[str]] = defaultdict(set)
+    kinds: Counter[str] = Counter()
+    excerpts: dict[str, str] = {}
+    by_id = {r.id: r for r in rows}
+
+    def note(memory_id: str, place: str, found: list[str], text: str | None = None) -> bool:
+        if not found:
+            return False
+        where_found[memory_id].add(place)
+        kinds.update(found)
+        if text and memory_id not in excerpts:
+            excerpts[memory_id] = excerpt(text)
+        return True
+
+    def text_kinds(text: str | None) -> list[str]:
+        return [f.kind for f in redactmod.find(text)] if text else []
+
+    def data_kinds(raw: str | None) -> list[str]:
+        if not raw:
+            return []
+        try:
+            return redactmod.redact_data(json.loads(raw))[1]
+        except ValueError:
+            return text_kinds(raw)
+
+    for row in rows:
+        note(row.id, "content", text_kinds(row.content), row.content)
+        note(row.id, "summary", text_kinds(row.summary), row.summary)
+        note(row.id, "metadata", data_kinds(row.metadata))
+    where, params = scope.where("m")
+    for memory_id, ref, content, metadata in store.rows(
+        f"SELECT m.id, s.ref, s.content, s.metadata FROM sources s JOIN memories m ON m.pk = s.memory_pk WHERE {where}",
+        params,
+    ):
+        note(memory_id, "sources", text_kinds(ref) + text_kinds(content) + data_kinds(metadata), content or ref)
+    if scope.namespaces is None:
+        events_where, events_params = "1", []
+    else:
+        events_where, events_params = f"e.memory_id IN (SELECT m.id FROM memories m WHERE {where})", params
+    for event_pk, memory_id, before, after, event_note in store.rows(
+        f"SELECT e.pk, e.memory_id, e.before, e.after, e.note FROM events e WHERE {events_where}", events_params
+    ):
+        if note(memory_id, "events", data_kinds(before) + data_kinds(after) + text_kinds(event_note), event_note):
+            work.secret_event_pks.append(int(event_pk))
+    work.secret_pks = sorted(by_id[m].pk for m in where_found if m in by_id and where_found[m] - {"events"})
+    categories = Counter(redactmod.category(kind) for kind in kinds.elements())
+    ordered = sorted(where_found, key=lambda m: (m not in by_id, by_id[m].pk if m in by_id else 0, m))
+    return Check(
+        "secrets",
+        "secrets and personal data stored in memories, sources or events",
+        ERROR,
+        count=len(where_found),
+        examples=[
+            {
+                "id": m[:8],
+                "where": sorted(where_found[m]),
+                # The memory's own text (redacted) says which memory it is, wherever the secret sits.
+                "text": excerpt(by_id[m].content) if m in by_id else excerpts.get(m, ""),
+                "purged": m not in by_id,
+            }
+            for m in ordered[:limit]
+        ],
+        details={"kinds": dict(sorted(kinds.items())), "categories": dict(sorted(categories.items()))},
+        hint="`engram audit --fix` redacts them in place, history included",
+    )
+
+
+def _index(store: Store, rows: list[_Row], limit: int, work: Work) -> tuple[Check, Check]:
+    tables = dict(vectors.models_in_use(store))
+    vector_rows: dict[str, dict[int, tuple[str, str, str, str]]] = {}
+    for model_id, table in tables.items():
+        vector_rows[model_id] = {
+            int(pk): (str(ns), str(status), str(mtype), str(agent))
+            for pk, ns, status, mtype, agent in store.rows(
+                f"SELECT memory_pk, namespace, status, memory_type, agent_id FROM {table}"
+            )
+        }
+    # The keyword index is contentless: its document-size table is where its rowids live.
+    fts_ids = {int(r[0]) for r in store.rows("SELECT id FROM memory_fts_docsize")}
+
+    missing: list[tuple[_Row, list[str]]] = []
+    for row in rows:
+        gaps: list[str] = []
+        held = vector_rows.get(row.model or "")
+        if held is None or row.pk not in held:
+            gaps.append("vector")
+            work.missing_vectors.append(row.pk)
+        elif held[row.pk] != (row.namespace, row.status, row.type, row.agent):
+            gaps.append("outdated vector filters")
+            work.outdated_vectors.append(row.pk)
+        if row.pk not in fts_ids:
+            gaps.append("keyword row")
+            work.missing_fts.append(row.pk)
+        if gaps:
+            missing.append((row, gaps))
+    missing_check = Check(
+        "missing_index",
+        "memories missing their vector or keyword row",
+        ERROR,
+        count=len(missing),
+        examples=[_example(row, missing=gaps) for row, gaps in missing[:limit]],
+        details={
+            "vectors": len(work.missing_vectors),
+            "keyword_rows": len(work.missing_fts),
+            "outdated_vector_filters": len(work.outdated_vectors),
+        },
+        hint="`engram audit --fix` rebuilds them",
+    )
+
+    # Orphans are a property of the file, whatever namespaces are audited.
+    model_of = {int(pk): model for pk, model in store.rows("SELECT pk, embedding_model FROM memories")}
+    orphan_examples: list[dict[str, Any]] = []
+    for model_id, held in vector_rows.items():
+        stray = sorted(pk for pk in held if pk not in model_of or model_of[pk] != model_id)
+        if stray:
+            work.orphan_vectors[tables[model_id]] = stray
+            orphan_examples.extend({"index": f"vectors of {model_id}", "rowid": pk} for pk in stray)
+    work.orphan_fts = sorted(pk for pk in fts_ids if pk not in model_of)
+    orphan_examples.extend({"index": "keyword", "rowid": pk} for pk in work.orphan_fts)
+    vector_orphans = sum(len(v) for v in work.orphan_vectors.values())
+    orphan_check = Check(
+        "orphan_index",
+        "index rows whose memory is gone",
+        ERROR,
+        count=vector_orphans + len(work.orphan_fts),
+        examples=orphan_examples[:limit],
+        details={"vectors": vector_orphans, "keyword_rows": len(work.orphan_fts)},
+        hint="`engram audit --fix` removes them",
+    )
+    return missing_check, orphan_check
+
+
+def _other_model(rows: list[_Row], active: str, target: str | None) -> Check:
+    # While a reembed is unfinished the old model stays active; progress is towards its target.
+    goal = target or active
+    counts = Counter(r.model for r in rows if r.model is not None)
+    total = sum(counts.values())
+    done = counts.get(goal, 0)
+    details: dict[str, Any] = {
+        "active_model": active,
+        "target_model": goal,
+        "models": dict(sorted(counts.items())),
+        "migrated": done,
+        "total": total,
+        "percent_migrated": round(100.0 * done / total, 1) if total else 100.0,
+    }
+    return Check(
+        "other_model",
+        "memories whose vector comes from another model than the one in use or being migrated to",
+        WARNING,
+        count=total - done,
+        examples=[{"model": m, "count": n} for m, n in sorted(counts.items()) if m != goal],
+        details=details,
+        hint=f"`engram reembed --model {goal}` finishes the migration",
+    )
+
+
+def _age_checks(rows: list[_Row], settings: AuditSettings, moment: datetime) -> list[Check]:
+    stale_before = to_iso(moment - timedelta(days=settings.stale_days))
+    never_before = to_iso(moment - timedelta(days=settings.never_accessed_days))
+    active = [r for r in rows if r.status == "active"]
+    stale = sorted(
+        (r for r in active if (r.last_access or r.created_at) < stale_before and r.decay < settings.stale_decay),
+        key=lambda r: (r.last_access or r.created_at, r.pk),
+    )
+    low = sorted((r for r in active if r.confidence < settings.low_confidence), key=lambda r: (r.confidence, r.pk))
+    never = sorted(
+        (r for r in active if r.access_count == 0 and r.created_at < never_before), key=lambda r: (r.created_at, r.pk)
+    )
+    n = settings.examples
+    return [
+        Check(
+            "stale",
+            f"active memories not accessed for {settings.stale_days:g} days that decayed below "
+            f"{settings.stale_decay:g}",
+            INFO,
+            count=len(stale),
+            examples=[
+                _example(r, last_access=r.last_access or r.created_at, decay_score=round(r.decay, 3)) for r in stale[:n]
+            ],
+            details={"days": settings.stale_days, "decay_below": settings.stale_decay},
+            hint="`engram touch ID` keeps what still matters, `engram forget ID` drops the rest; "
+            "decay archives them in time",
+        ),
+        Check(
+            "low_confidence",
+            f"active memories with confidence below {settings.low_confidence:g}",
+            INFO,
+            count=len(low),
+            examples=[_example(r, confidence=round(r.confidence, 3)) for r in low[:n]],
+            details={"below": settings.low_confidence},
+            hint="confirm them with `engram touch ID` or drop them with `engram forget ID`",
+        ),
+        Check(
+            "never_accessed",
+            f"active memories never recalled in the {settings.never_accessed_days:g} days since they were added",
+            INFO,
+            count=len(never),
+            examples=[_example(r, created_at=r.created_at) for r in never[:n]],
+            details={"days": settings.never_accessed_days},
+            hint="for review only: nothing is wrong with them",
+        ),
+    ]
+
+
+# -- similar pairs ----------------------------------------------------------------------------
+
+
+@dataclass
+class _Pairs:
+    duplicates: list[tuple[float, _Row, _Row, bool]] = field(default_factory=list)  # cosine, a, b, exact
+    conflicts: list[tuple[float, _Row, _Row, str]] = field(default_factory=list)  # cosine, a, b, reason
+    truncated: bool = False
+    thresholds: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def _load_vectors(store: Store, table: str, pks: Sequence[int]) -> dict[int, np.ndarray]:
+    out: dict[int, np.ndarray] = {}
+    for chunk in chunked(pks, CHUNK):
+        marks = ", ".join("?" * len(chunk))
+        for pk, blob in store.rows(f"SELECT memory_pk, embedding FROM {table} WHERE memory_pk IN ({marks})", chunk):
+            out[int(pk)] = np.frombuffer(blob, dtype=np.float32)
+    return out
+
+
+# Popcounts of every byte value, for overlap bounds on topic signatures.
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.int32)
+SIGNATURE_BYTES = 32
+
+
+@dataclass
+class _Signals:
+    """Per-text signals computed once per group, so pairs can be screened in numpy."""
+
+    negates: np.ndarray  # bool
+    changes: np.ndarray  # bool
+    words: np.ndarray  # int64 hash of the analysed words: equal for texts with the same words
+    topic: np.ndarray  # uint8 bit signature (256 bits) of the topic terms
+    sizes: np.ndarray  # how many topic terms
+
+    @classmethod
+    def of(cls, texts: Sequence[str]) -> _Signals:
+        neg = np.zeros(len(texts), dtype=bool)
+        chg = np.zeros(len(texts), dtype=bool)
+        key = np.zeros(len(texts), dtype=np.int64)
+        sig = np.zeros((len(texts), SIGNATURE_BYTES), dtype=np.uint8)
+        sizes = np.zeros(len(texts), dtype=np.int64)
+        for i, text in enumerate(texts):
+            words = textmod.analyze(text)
+            neg[i] = negates(text)
+            chg[i] = change_marker(text) is not None
+            digest = hashlib.blake2b("\x1f".join(words).encode("utf-8"), digest_size=8).digest()
+            key[i] = int.from_bytes(digest, "little", signed=True)
+            topic = topic_terms(words)
+            sizes[i] = len(topic)
+            for term in topic:
+                bit = zlib.crc32(term.encode("utf-8")) % (SIGNATURE_BYTES * 8)
+                sig[i, bit // 8] |= 1 << (bit % 8)
+        return cls(neg, chg, key, sig, sizes)
+
+    def topic_may_overlap(self, a: np.ndarray, b: np.ndarray, share: float) -> np.ndarray:
+        """False where pairs (a[k], b[k]) surely share less than ``share`` of their topic terms (Jaccard).
+
+        A term whose bit is missing from the other signature cannot be shared, so each text's
+        term count minus its bits the other lacks bounds the shared terms from above; the
+        Jaccard of that bound is never below the exact one, so no pair the exact check keeps
+        is dropped, hash collisions or not.
+        """
+        ta, tb = self.topic[a], self.topic[b]
+        only_a = _POPCOUNT[ta & ~tb].sum(axis=1)
+        only_b = _POPCOUNT[tb & ~ta].sum(axis=1)
+        shared = np.minimum(self.sizes[a] - only_a, self.sizes[b] - only_b)
+        union = self.sizes[a] + self.sizes[b] - shared
+        return np.asarray(shared >= share * np.maximum(union, 1), dtype=bool)
+
+
+def _similar_pairs(store: Store, rows: list[_Row], settings: AuditSettings, out: _Pairs) -> None:
+    """Tiled cosine products per (namespace, model) group; only pairs that could matter reach Python."""
+    tables = dict(vectors.models_in_use(store))
+    groups: dict[tuple[str, str], list[_Row]] = defaultdict(list)
+    for row in rows:
+        if row.status == "active" and row.model in tables:
+            groups[(row.namespace, row.model)].append(row)
+    profiles: dict[int, Profile] = {}
+
+    def prof(row: _Row) -> Profile:
+        if row.pk not in profiles:
+            profiles[row.pk] = profile(row.content)
+        return profiles[row.pk]
+
+    budget = MAX_PAIRS
+    for (_, model_id), members in sorted(groups.items()):
+        if len(members) < 2:
+            continue
+        merge_at, supersede_at = settings.thresholds(model_id)
+        low = min(merge_at, supersede_at)
+        out.thresholds[model_id] = {"merge": round(merge_at, 6), "supersede": round(supersede_at, 6)}
+        found = _load_vectors(store, tables[model_id], [r.pk for r in members])
+        members = [r for r in members if r.pk in found]
+        if len(members) < 2:
+            continue
+        matrix = np.stack([found[r.pk] for r in members]).astype(np.float32)
+        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+        signals = _Signals.of([r.content for r in members])
+        neg, key = signals.negates, signals.words
+        for rs, re_, cs, ce in _tiles(len(members)):
+            sims = matrix[rs:re_] @ matrix[cs:ce].T
+            if rs == cs:
+                sims[np.tril_indices(re_ - rs)] = -2.0  # each pair once: right of the diagonal only
+            # Below the merge threshold a pair is only worth a look when it has the same words,
+            # or opposite polarity about the same topic.
+            above = sims >= low
+            keep = (sims >= merge_at) | (above & (key[rs:re_, None] == key[None, cs:ce]))
+            ai, bi = np.nonzero(keep)
+            pi, pj = np.nonzero(above & ~keep & (neg[rs:re_, None] != neg[None, cs:ce]))
+            on_topic = signals.topic_may_overlap(pi + rs, pj + cs, SWAP_OVERLAP)
+            ai = np.concatenate([ai, pi[on_topic]]) + rs
+            bi = np.concatenate([bi, pj[on_topic]]) + cs
+            if len(ai) > budget:
+                out.truncated = True
+                ai, bi = ai[:budget], bi[:budget]
+            budget -= len(ai)
+            for i, j in zip(ai.tolist(), bi.tolist(), strict=True):
+                _classify(members[i], members[j], float(matrix[i] @ matrix[j]), merge_at, supersede_at, prof, out)
+            if out.truncated:
+                return
+        _unapplied_corrections(members, matrix, signals.changes, supersede_at, out)
+
+
+def _unapplied_corrections(
+    members: list[_Row], matrix: np.ndarray, changes: np.ndarray, supersede_at: float, out: _Pairs
+) -> None:
+    """Corrections that never replaced what they correct: what remember would have superseded.
+
+    remember looks at the few nearest older memories of the same agent when a text with a change
+    marker arrives; a correction that came in by import or with supersession off is judged here
+    the same way.
+    """
+    order = sorted(range(len(members)), key=lambda i: (members[i].created_at, members[i].pk))
+    rank = np.empty(len(members), dtype=np.int64)
+    rank[order] = np.arange(len(members))
+    agents: dict[str, int] = {}
+    agent = np.array([agents.setdefault(r.agent, len(agents)) for r in members])
+    listed = {frozenset((a.pk, b.pk)) for _, a, b, _ in out.conflicts}
+    # remember never lets an episode supersede or be superseded by itself: neither does this check.
+    facts = np.array([r.type != "episodic" for r in members], dtype=bool)
+    marked = np.flatnonzero(changes & facts)
+    for chunk in chunked(marked.tolist(), TILE):
+        sims = matrix[chunk] @ matrix.T
+        for row, i in enumerate(chunk):
+            eligible = (rank < rank[i]) & (agent == agent[i]) & facts
+            scores = np.where(eligible, sims[row], -2.0)
+            k = min(MERGE_CANDIDATES, len(members))
+            nearest = np.argpartition(-scores, k - 1)[:k]
+            for j in sorted(nearest.tolist(), key=lambda j: -scores[j]):
+                if scores[j] < supersede_at:
+                    break
+                old, new = members[j], members[i]
+                reason = supersedes(old.content, new.content, float(scores[j]), supersede_at)
+                if reason is None:
+                    continue
+                if frozenset((old.pk, new.pk)) not in listed:  # not already an opposite-polarity pair
+                    out.conflicts.append(
+                        (float(scores[j]), old, new, f"a correction that did not replace the older memory: {reason}")
+                    )
+                break
+
+
+def _tiles(n: int, size: int = TILE) -> Iterable[tuple[int, int, int, int]]:
+    """Square tiles on and above the diagonal of an n x n similarity matrix: bounded memory at any n."""
+    for rs in range(0, n, size):
+        for cs in range(rs, n, size):
+            yield rs, min(n, rs + size), cs, min(n, cs + size)
+
+
+def _classify(
+    a: _Row,
+    b: _Row,
+    cosine: float,
+    merge_at: float,
+    supersede_at: float,
+    prof: Callable[[_Row], Profile],
+    out: _Pairs,
+) -> None:
+    pa, pb = prof(a), prof(b)
+    if a.agent == b.agent:
+        if pa.words == pb.words:
+            out.duplicates.append((cosine, a, b, True))
+            return
+        if cosine >= merge_at and not profile_blockers(pa, pb):
+            out.duplicates.append((cosine, a, b, False))
+            return
+    if cosine < supersede_at or a.superseded_by == b.id or b.superseded_by == a.id:
+        return
+    if a.type == "episodic" or b.type == "episodic":
+        return  # episodes are history: "the build failed" and later "the build did not fail" both happened
+    if pa.negates != pb.negates and topic_overlap(pa, pb) >= SWAP_OVERLAP:
+        out.conflicts.append((cosine, a, b, "opposite polarity"))
+
+
+def _groups_of(pairs: Iterable[tuple[int, int]]) -> list[list[int]]:
+    """Connected groups of pks (union-find): a, b and c with the same words are one group."""
+    parent: dict[int, int] = {}
+
+    def root(x: int) -> int:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in pairs:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    groups: dict[int, list[int]] = defaultdict(list)
+    for x in parent:
+        groups[root(x)].append(x)
+    return sorted(sorted(g) for g in groups.values())
+
+
+def _pair_checks(store: Store, rows: list[_Row], settings: AuditSettings, work: Work) -> tuple[Check, Check]:
+    n = settings.examples
+    duplicates = Check(
+        "near_duplicates",
+        "active pairs that remember would have merged (same namespace, agent and model)",
+        WARNING,
+        hint="`engram audit --fix` merges the exact ones; for the others keep one (`engram forget ID`), "
+        "or leave them if they are different facts",
+    )
+    conflicts = Check(
+        "conflicts",
+        "similar active memories that disagree, with no supersession between them",
+        WARNING,
+        hint='decide which holds: `engram add --supersedes ID "…"` records a correction, `engram forget ID` drops one',
+    )
+    if settings.quick:
+        duplicates.skipped = conflicts.skipped = "--quick skips the pairwise checks"
+        return duplicates, conflicts
+    pairs = _Pairs()
+    _similar_pairs(store, rows, settings, pairs)
+    pairs.duplicates.sort(key=lambda p: (-p[0], p[1].pk, p[2].pk))
+    pairs.conflicts.sort(key=lambda p: (-p[0], p[1].pk, p[2].pk))
+    exact = [(a.pk, b.pk) for _, a, b, is_exact in pairs.duplicates if is_exact]
+    work.exact_groups = _groups_of(exact)
+    duplicates.count = len(pairs.duplicates)
+    duplicates.examples = [
+        {
+            "id": a.id[:8],
+            "other_id": b.id[:8],
+            "cosine": round(cos, 4),
+            "exact": is_exact,
+            "text": excerpt(a.content),
+            "other_text": excerpt(b.content),
+        }
+        for cos, a, b, is_exact in pairs.duplicates[:n]
+    ]
+    duplicates.details = {
+        "exact_pairs": len(exact),
+        "exact_groups": len(work.exact_groups),
+        "thresholds": pairs.thresholds,
+        "truncated": pairs.truncated,
+    }
+    conflicts.count = len(pairs.conflicts)
+    conflicts.examples = [
+        {
+            "id": a.id[:8],
+            "other_id": b.id[:8],
+            "cosine": round(cos, 4),
+            "reason": reason,
+            "text": excerpt(a.content),
+            "other_text": excerpt(b.content),
+        }
+        for cos, a, b, reason in pairs.conflicts[:n]
+    ]
+    conflicts.details = {"thresholds": pairs.thresholds, "truncated": pairs.truncated}
+    return duplicates, conflicts
+
+
+def _scan(store: Store, settings: AuditSettings, scope: _Scope, moment: datetime) -> _Scan:
+    work = Work()
+    n = settings.examples
+    with store.read():
+        where, params = scope.where()
+        rows = [_Row(*r) for r in store.rows(f"SELECT {_ROW_COLUMNS} FROM memories WHERE {where} ORDER BY pk", params)]
+        checks = [_integrity(store, settings.quick, n), _secrets(store, rows, scope, n, work)]
+        checks.extend(_index(store, rows, n, work))
+        checks.append(_other_model(rows, settings.active_model, store.setting(TARGET_MODEL_KEY)))
+        checks.extend(_pair_checks(store, rows, settings, work))
+        checks.extend(_age_checks(rows, settings, moment))
+    return _Scan({c.name: c for c in checks}, work)
+
+
+def run(
+    store: Store,
+    settings: AuditSettings,
+    *,
+    namespaces: Sequence[str] | None = None,
+    at: datetime | None = None,
+    fix: bool = False,
+    repairs: Repairs | None = None,
+) -> AuditReport:
+    """Check the store (the given namespaces, or all); with ``fix``, repair what is safe and check again."""
+    if settings.examples < 0:
+        raise InvalidInput(f"audit.examples must be 0 or more, not {settings.examples}")
+    moment = at or utcnow()
+    scope = _Scope(None if namespaces is None else list(namespaces))
+    scan = _scan(store, settings, scope, moment)
+    actions: list[Action] = []
+    if fix:
+        if repairs is None:
+            raise InvalidInput("fixing needs the embedding models and the decay settings: pass repairs")
+        actions, fixed = repair.run(store, scan.work, repairs, active_model=settings.active_model, at=to_iso(moment))
+        before = scan.checks
+        scan = _scan(store, settings, scope, moment)
+        for name, check in scan.checks.items():
+            check.found = before[name].count
+            check.fixed = fixed.get(name, 0)
+    return AuditReport(
+        database=str(store.path),
+        now=to_iso(moment),
+        namespaces=scope.namespaces,
+        fix=fix,
+        quick=settings.quick,
+        checks=list(scan.checks.values()),
+        actions=actions,
+    )

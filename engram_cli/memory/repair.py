@@ -1,0 +1,436 @@
+"""repair: what ``audit --fix`` changes. Each repair is its own transaction; the audit decides what to repair.
+
+- Secrets are redacted in place: a memory's text, summary and metadata, its sources and its
+  events. Its keyword row and vector are rebuilt from the redacted text, then the keyword
+  index is merged and the WAL checkpointed, so the raw bytes leave the file (secure_delete
+  zeroes what is freed). An ``updated`` event names the kinds and fields redacted, never a value.
+- Missing keyword rows and vectors are rebuilt, vectors with outdated filter columns re-stored.
+- Index rows without a memory are removed.
+- Exact duplicates (same namespace and agent, the same words: only case, punctuation or spacing
+  differ) are folded into one memory, losing nothing but the extra row.
+- Decay is re-run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from engram_cli import redact as redactmod
+from engram_cli import text as textmod
+from engram_cli.errors import ModelError
+from engram_cli.memory import records
+from engram_cli.memory.model import Memory
+from engram_cli.memory.remember import chunked
+from engram_cli.store import vectors
+from engram_cli.store.db import Store
+
+log = logging.getLogger(__name__)
+
+CHUNK = 500  # rows per IN (...) list and per transaction
+EMBED_BATCH = 32
+
+EmbedFn = Callable[[Sequence[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Repairs:
+    """What repairs call back into: the API owns the embedding models and the decay settings."""
+
+    embedder: Callable[[str], tuple[EmbedFn, int]]  # model id -> (embed passages, dimension)
+    decay: Callable[[], Any]  # re-runs decay over the audited namespaces; returns a DecayReport
+
+
+@dataclass
+class Work:
+    """What an audit found that is safe to repair, by row."""
+
+    secret_pks: list[int] = field(default_factory=list)  # memories with a secret in their rows or sources
+    secret_event_pks: list[int] = field(default_factory=list)  # events (of live or purged memories)
+    missing_fts: list[int] = field(default_factory=list)
+    missing_vectors: list[int] = field(default_factory=list)
+    outdated_vectors: list[int] = field(default_factory=list)
+    orphan_vectors: dict[str, list[int]] = field(default_factory=dict)  # vec table -> memory pks
+    orphan_fts: list[int] = field(default_factory=list)
+    exact_groups: list[list[int]] = field(default_factory=list)
+
+
+@dataclass
+class Action:
+    """One kind of repair that was made."""
+
+    name: str
+    count: int
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "count": self.count, "detail": self.detail}
+
+
+class Repairer:
+    def __init__(self, store: Store, repairs: Repairs, active_model: str, at: str) -> None:
+        self.store = store
+        self.repairs = repairs
+        self.active_model = active_model
+        self.at = at
+        self._models: dict[str, tuple[str, EmbedFn, int]] = {}
+        self.redacted_ids: set[str] = set()  # memories (live or purged) with something redacted
+
+    # -- vectors ----------------------------------------------------------------------------
+
+    def model_for(self, model_id: str | None) -> tuple[str, EmbedFn, int]:
+        """The model to embed a row with: its own when engram ships it, else the active one."""
+        wanted = model_id or self.active_model
+        if wanted not in self._models:
+            try:
+                embed, dim = self.repairs.embedder(wanted)
+                self._models[wanted] = (wanted, embed, dim)
+            except ModelError:
+                log.info("model %s is not available; embedding with %s", wanted, self.active_model)
+                embed, dim = self.repairs.embedder(self.active_model)
+                self._models[wanted] = (self.active_model, embed, dim)
+        return self._models[wanted]
+
+    def put_vector(self, memory: Memory, vector: np.ndarray, model_id: str, dim: int) -> None:
+        """Store a memory's vector in ``model_id``'s table, moving it there if it was elsewhere."""
+        table = vectors.ensure_table(self.store, model_id, dim)
+        if memory.embedding_model and memory.embedding_model != model_id:
+            old = vectors.table_for(self.store, memory.embedding_model)
+            if old:
+                vectors.delete(self.store, old, memory.pk)
+        vectors.put(
+            self.store, table, memory.pk, vector,
+            namespace=memory.namespace, status=memory.status, memory_type=memory.type, agent=memory.agent,
+        )  # fmt: skip
+        if memory.embedding_model != model_id:
+            records.update(self.store, memory, self.at, embedding_model=model_id)
+            memory.embedding_model = model_id
+
+    # -- secrets ----------------------------------------------------------------------------
+
+    def redact_memory(self, pk: int) -> list[str]:
+        """Redact one memory everywhere it is written; returns the kinds redacted (none if it vanished)."""
+        with self.store.write():
+            if self.store.scalar("SELECT 1 FROM memories WHERE pk = ?", (pk,)) is None:
+                return []
+            memory = records.load(self.store, pk, with_sources=False)
+            kinds: list[str] = []
+            fields: list[str] = []
+            changes: dict[str, Any] = {}
+            content, found = redactmod.redact(memory.content)
+            if found:
+                changes.update(content=content, content_hash=textmod.content_hash(content))
+                kinds.extend(f.kind for f in found)
+                fields.append("content")
+            if memory.summary:
+                summary, found = redactmod.redact(memory.summary)
+                if found:
+                    changes["summary"] = summary
+                    kinds.extend(f.kind for f in found)
+                    fields.append("summary")
+            metadata, found_kinds = redactmod.redact_data(memory.metadata)
+            if found_kinds:
+                changes["metadata"] = records.dumps(metadata)
+                kinds.extend(found_kinds)
+                fields.append("metadata")
+            for place, found_kinds in (
+                ("sources", self._redact_sources(pk)),
+                ("events", self._redact_events(memory.id)),
+            ):
+                if found_kinds:
+                    kinds.extend(found_kinds)
+                    fields.append(place)
+            twin = None
+            if "content" in changes:
+                twin = self.store.scalar(
+                    "SELECT pk FROM memories WHERE namespace = ? AND agent_id = ? AND content_hash = ? AND pk != ?",
+                    (memory.namespace, memory.agent, changes["content_hash"], pk),
+                )
+            if twin is not None:
+                # Redacted, it reads exactly like another memory: fold it into that one.
+                rest = {k: v for k, v in changes.items() if k not in ("content", "content_hash")}
+                records.update(self.store, memory, self.at, **rest)
+                survivor = records.load(self.store, int(twin), with_sources=False)
+                self.fold(survivor, memory, wording=content, why="the same text once its secrets were redacted")
+                self._redaction_event(survivor.id, kinds, fields, f"folded in {memory.id[:8]}")
+                self.redacted_ids.add(memory.id)
+                return kinds
+            records.update(self.store, memory, self.at, **changes)
+            records.reindex(self.store, pk)
+            if "content" in changes:
+                memory.content = content
+                model_id, embed, dim = self.model_for(memory.embedding_model)
+                self.put_vector(memory, np.asarray(embed([content]), dtype=np.float32)[0], model_id, dim)
+            self._redaction_event(memory.id, kinds, fields, None)
+            self.redacted_ids.add(memory.id)
+            return kinds
+
+    def _redaction_event(self, memory_id: str, kinds: list[str], fields: list[str], extra: str | None) -> None:
+        # The event says what was redacted and where, never the value.
+        note = "secrets and personal data redacted by audit" + (f"; {extra}" if extra else "")
+        records.add_event(
+            self.store, memory_id, "updated", self.at,
+            after={"redacted": sorted(set(kinds)), "fields": sorted(set(fields))}, note=note, actor="audit",
+        )  # fmt: skip
+
+    def _redact_sources(self, pk: int) -> list[str]:
+        kinds: list[str] = []
+        for source_pk, ref, content, metadata in self.store.rows(
+            "SELECT pk, ref, content, metadata FROM sources WHERE memory_pk = ?", (pk,)
+        ):
+            new_ref, found_ref = redactmod.redact(ref) if ref else (ref, [])
+            new_content, found_content = redactmod.redact(content) if content else (content, [])
+            new_meta, found_meta = redactmod.redact_data(json.loads(metadata or "{}"))
+            if not (found_ref or found_content or found_meta):
+                continue
+            kinds.extend(f.kind for f in [*found_ref, *found_content])
+            kinds.extend(found_meta)
+            self.store.execute(
+                "UPDATE sources SET ref = ?, content = ?, metadata = ? WHERE pk = ?",
+                (new_ref, new_content, records.dumps(new_meta), source_pk),
+            )
+        return kinds
+
+    def _redact_events(self, memory_id: str | None, event_pks: Sequence[int] = ()) -> list[str]:
+        """Redact the events of one memory, or the given events."""
+        if memory_id is not None:
+            found = self.store.rows(
+                "SELECT pk, memory_id, before, after, note FROM events WHERE memory_id = ?", (memory_id,)
+            )
+        else:
+            found = []
+            for chunk in chunked(event_pks, CHUNK):
+                marks = ", ".join("?" * len(chunk))
+                found.extend(
+                    self.store.rows(
+                        f"SELECT pk, memory_id, before, after, note FROM events WHERE pk IN ({marks})", chunk
+                    )
+                )
+        kinds: list[str] = []
+        for event_pk, owner, before, after, note in found:
+            values: list[str | None] = []
+            found_here: list[str] = []
+            for raw in (before, after):
+                if raw is None:
+                    values.append(None)
+                    continue
+                data, data_kinds = redactmod.redact_data(json.loads(raw))
+                values.append(records.dumps(data) if data_kinds else raw)
+                found_here.extend(data_kinds)
+            new_note, found_note = redactmod.redact(note) if note else (note, [])
+            found_here.extend(f.kind for f in found_note)
+            if found_here:
+                kinds.extend(found_here)
+                self.redacted_ids.add(str(owner))
+                self.store.execute(
+                    "UPDATE events SET before = ?, after = ?, note = ? WHERE pk = ?", (*values, new_note, event_pk)
+                )
+        return kinds
+
+    def redact_events(self, event_pks: Sequence[int]) -> list[str]:
+        """Events whose memory was not redacted as a whole: history only, or a purged memory's tombstone."""
+        with self.store.write():
+            return self._redact_events(None, event_pks)
+
+    def scrub(self) -> None:
+        """Make redacted bytes leave the file: merge the keyword index, then checkpoint the WAL.
+
+        The keyword index is contentless, but its segments keep a replaced row's terms until
+        they are merged; secure_delete then zeroes the pages that frees.
+        """
+        with self.store.write():
+            self.store.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+        busy, _, _ = self.store.one("PRAGMA wal_checkpoint(TRUNCATE)") or (0, 0, 0)
+        if busy:
+            log.warning("another connection kept the WAL busy; old pages leave it at the next checkpoint")
+
+    # -- duplicates -------------------------------------------------------------------------
+
+    def fold(self, survivor: Memory, duplicate: Memory, *, wording: str, why: str) -> None:
+        """Fold ``duplicate`` into ``survivor`` within the caller's transaction, losing nothing.
+
+        The survivor takes the larger importance, confidence and decay, the summed access
+        count, the later access, the tags, the metadata keys it lacks, and every source; the
+        duplicate's own wording is kept as a source. Links to the duplicate move to the
+        survivor; the duplicate's row, vector and keyword row go, leaving a tombstone event.
+        """
+        before = {"importance": survivor.importance, "access_count": survivor.access_count}
+        last = max(filter(None, (survivor.last_access_at, duplicate.last_access_at)), default=None)
+        metadata = dict(survivor.metadata)
+        for key, value in duplicate.metadata.items():
+            metadata.setdefault(key, value)
+        changes: dict[str, Any] = {
+            "importance": max(survivor.importance, duplicate.importance),
+            "confidence": max(survivor.confidence, duplicate.confidence),
+            "decay_score": max(survivor.decay_score, duplicate.decay_score),
+            "access_count": survivor.access_count + duplicate.access_count,
+            "last_access_at": last,
+            "metadata": records.dumps(metadata),
+        }
+        records.update(self.store, survivor, self.at, **changes)
+        records.add_tags(self.store, survivor.pk, duplicate.tags)
+        # NULL source content meant "the current wording": pin the duplicate's before moving them.
+        self.store.execute(
+            "UPDATE sources SET content = ? WHERE memory_pk = ? AND content IS NULL", (wording, duplicate.pk)
+        )
+        self.store.execute("UPDATE sources SET memory_pk = ? WHERE memory_pk = ?", (survivor.pk, duplicate.pk))
+        for column in ("superseded_by", "consolidated_into"):
+            self.store.execute(f"UPDATE memories SET {column} = ? WHERE {column} = ?", (survivor.id, duplicate.id))
+        if duplicate.embedding_model:
+            table = vectors.table_for(self.store, duplicate.embedding_model)
+            if table:
+                vectors.delete(self.store, table, duplicate.pk)
+        self.store.execute("DELETE FROM memory_fts WHERE rowid = ?", (duplicate.pk,))
+        self.store.execute("DELETE FROM memories WHERE pk = ?", (duplicate.pk,))
+        records.reindex(self.store, survivor.pk)
+        records.add_event(
+            self.store, survivor.id, "merged", self.at,
+            before=before, after={k: changes[k] for k in ("importance", "access_count")},
+            note=f"{duplicate.id[:8]} folded in by audit: {why}", actor="audit",
+        )  # fmt: skip
+        records.add_event(
+            self.store, duplicate.id, "deleted", self.at,
+            note=f"merged into {survivor.id} by audit: {why}", actor="audit",
+        )  # fmt: skip
+
+    def merge_group(self, pks: list[int]) -> int:
+        """Fold a group of same-words memories into the most important (then oldest); returns rows removed."""
+        with self.store.write():
+            members = [m for m in records.load_many(self.store, pks).values() if m.status == "active"]
+            if len(members) < 2:
+                return 0
+            members.sort(key=lambda m: (-m.importance, m.created_at, m.pk))
+            first = members[0]
+            words = textmod.analyze(first.content)
+            removed = 0
+            for duplicate in members[1:]:
+                if duplicate.agent != first.agent or textmod.analyze(duplicate.content) != words:
+                    continue  # changed since the audit read it
+                survivor = records.load(self.store, first.pk, with_sources=False)
+                self.fold(survivor, duplicate, wording=duplicate.content, why="exact duplicate (same words)")
+                removed += 1
+            return removed
+
+    # -- index rows -------------------------------------------------------------------------
+
+    def reindex(self, pks: Sequence[int]) -> int:
+        done = 0
+        for chunk in chunked(pks, CHUNK):
+            with self.store.write():
+                for pk in chunk:
+                    if self.store.scalar("SELECT 1 FROM memories WHERE pk = ?", (pk,)) is not None:
+                        records.reindex(self.store, pk)
+                        done += 1
+        return done
+
+    def embed_missing(self, pks: Sequence[int]) -> int:
+        done = 0
+        for chunk in chunked(pks, EMBED_BATCH):
+            by_model: dict[str, list[Memory]] = defaultdict(list)
+            for memory in records.load_many(self.store, list(chunk)).values():
+                by_model[self.model_for(memory.embedding_model)[0]].append(memory)
+            for batch in by_model.values():
+                model_id, embed, dim = self.model_for(batch[0].embedding_model)
+                matrix = np.asarray(embed([m.content for m in batch]), dtype=np.float32)
+                with self.store.write():
+                    for memory, vector in zip(batch, matrix, strict=True):
+                        current = records.load_many(self.store, [memory.pk]).get(memory.pk)
+                        if current is None or current.content != memory.content:
+                            continue  # purged or rewritten since: its writer took care of the vector
+                        self.put_vector(current, vector, model_id, dim)
+                        done += 1
+        return done
+
+    def refresh_vector_filters(self, pks: Sequence[int]) -> int:
+        """Re-store vectors whose filter columns drifted from their memory (the same embedding)."""
+        done = 0
+        for chunk in chunked(pks, CHUNK):
+            with self.store.write():
+                for memory in records.load_many(self.store, list(chunk)).values():
+                    table = vectors.table_for(self.store, memory.embedding_model or "")
+                    held = vectors.get(self.store, table, [memory.pk]) if table else {}
+                    if table and memory.pk in held:
+                        vectors.put(
+                            self.store, table, memory.pk, held[memory.pk], namespace=memory.namespace,
+                            status=memory.status, memory_type=memory.type, agent=memory.agent,
+                        )  # fmt: skip
+                        done += 1
+        return done
+
+    def remove_orphans(self, vector_rows: dict[str, list[int]], fts_rows: list[int]) -> int:
+        removed = 0
+        with self.store.write():
+            for table, pks in vector_rows.items():
+                for pk in pks:
+                    # Checked again inside the transaction: a writer may have just made it.
+                    owner = self.store.scalar("SELECT embedding_model FROM memories WHERE pk = ?", (pk,))
+                    if owner is None or vectors.table_for(self.store, str(owner)) != table:
+                        vectors.delete(self.store, table, pk)
+                        removed += 1
+            for pk in fts_rows:
+                if self.store.scalar("SELECT 1 FROM memories WHERE pk = ?", (pk,)) is None:
+                    self.store.execute("DELETE FROM memory_fts WHERE rowid = ?", (pk,))
+                    removed += 1
+        return removed
+
+
+def run(
+    store: Store, work: Work, repairs: Repairs, *, active_model: str, at: str
+) -> tuple[list[Action], dict[str, int]]:
+    """Make every safe repair in ``work``; returns what was done and how many items each check had fixed."""
+    repairer = Repairer(store, repairs, active_model, at)
+    actions: list[Action] = []
+    fixed: dict[str, int] = {}
+
+    kinds: Counter[str] = Counter()
+    for pk in work.secret_pks:
+        kinds.update(repairer.redact_memory(pk))
+    kinds.update(repairer.redact_events(work.secret_event_pks) if work.secret_event_pks else [])
+    if kinds:
+        repairer.scrub()
+        fixed["secrets"] = len(repairer.redacted_ids)
+        shown = ", ".join(f"{kind} x{n}" for kind, n in sorted(kinds.items()))
+        actions.append(
+            Action(
+                "redacted",
+                sum(kinds.values()),
+                f"values redacted in the rows or history of {len(repairer.redacted_ids)} memories ({shown})",
+            )
+        )
+
+    rebuilt = repairer.reindex(work.missing_fts) if work.missing_fts else 0
+    embedded = repairer.embed_missing(work.missing_vectors) if work.missing_vectors else 0
+    refreshed = repairer.refresh_vector_filters(work.outdated_vectors) if work.outdated_vectors else 0
+    if rebuilt or embedded or refreshed:
+        fixed["missing_index"] = len(set(work.missing_fts) | set(work.missing_vectors) | set(work.outdated_vectors))
+        actions.append(
+            Action(
+                "reindexed",
+                rebuilt + embedded + refreshed,
+                f"{embedded} vectors embedded, {rebuilt} keyword rows rebuilt, {refreshed} vector filters refreshed",
+            )
+        )
+    # After the rebuilds: a vector left in another model's table may have been replaced by now.
+    removed = (
+        repairer.remove_orphans(work.orphan_vectors, work.orphan_fts) if work.orphan_vectors or work.orphan_fts else 0
+    )
+    if removed:
+        fixed["orphan_index"] = removed
+        actions.append(Action("removed_orphans", removed, "index rows without a memory removed"))
+
+    merged = sum(repairer.merge_group(group) for group in work.exact_groups)
+    if merged:
+        fixed["near_duplicates"] = merged
+        actions.append(Action("merged_duplicates", merged, "exact duplicates folded into one memory each"))
+
+    decay = repairs.decay()
+    actions.append(
+        Action("decayed", len(decay.changes), f"decay re-run: {len(decay.changes)} rescored, {decay.archived} archived")
+    )
+    return actions, fixed
