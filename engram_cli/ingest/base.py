@@ -58,6 +58,11 @@ class Session:
     # replaced file) rather than what came after the cursor: the loader starts the
     # session's digest over. Memories already stored are recognised by their provenance.
     restart: bool = False
+    # Ready-made memories for sources that are memories already (Markdown notes, JSONL memory
+    # records): dicts with the keys `engram add` takes (content, type, importance, tags,
+    # created_at, metadata …) plus "key", stable within the session, so a re-read is recognised.
+    # They bypass extraction; ``messages`` stays empty for such sources.
+    records: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
