@@ -385,6 +385,30 @@ class Engram:
         )
         return auditmod.run(self.store, settings, namespaces=namespaces, at=at, fix=fix, repairs=repairs)
 
+    def ingest(
+        self,
+        source: str | None = None,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        dry_run: bool = False,
+        namespace: str | None = None,
+        max_seconds: float | None = None,
+        progress: Any = None,
+    ) -> Any:
+        """Harvest one source's logs (or every source found in its default place); see engram_cli.ingest."""
+        from engram_cli.ingest import loader
+
+        return loader.run(
+            self, source, path=None if path is None else Path(path).expanduser(), dry_run=dry_run,
+            namespace=namespace, max_seconds=max_seconds, progress=progress,
+        )  # fmt: skip
+
+    def ingest_sources(self) -> builtins.list[dict[str, Any]]:
+        """Every known source: files found in its default place, what is new, the cursors' state."""
+        from engram_cli.ingest import loader
+
+        return loader.listing(self)
+
     def touch(self, ref: str | Sequence[str]) -> builtins.list[Memory]:
         """Remember again: access +1, decay back to 1.0, archived memories restored."""
         return decaymod.touch(self.store, [ref] if isinstance(ref, str) else list(ref))

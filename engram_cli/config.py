@@ -70,6 +70,11 @@ DEFAULTS: dict[str, Any] = {
         "command": "",
         "timeout_s": 120.0,
     },
+    # An optional local program that extracts memories from an ingested session instead of the
+    # built-in rules: it reads the session as JSON on stdin and prints memory records as JSONL.
+    "extract": {
+        "command": "",
+    },
     "store": {
         "busy_timeout_ms": 10000,
     },

@@ -393,6 +393,78 @@ def _audit_example(ex: dict[str, Any]) -> list[str]:
     return [f"{ex['id']}  {'; '.join(extras)}{text}".rstrip()]
 
 
+def ingest_report(report: Any, *, as_json: bool, quiet: bool, verbose: bool) -> None:
+    """One line per source that had something new; the memories themselves on a dry run."""
+    if as_json:
+        json_out(report.to_dict())
+        return
+    for source in report.sources:
+        for line in source.errors:
+            note(f"error: {source.name}: {line}")
+    if quiet:
+        return
+    for source in report.sources:
+        if report.dry_run:
+            for m in source.memories:
+                if m.action != "unchanged":
+                    verb = "would update" if m.action == "updated" else "would store"
+                    out(f"{verb} {m.type:<10} {m.importance:.2f} [{m.namespace}] {_clip(m.content, 90)}")
+        skipped = sum(source.skipped.values())
+        if not (source.changed or skipped or report.dry_run):
+            continue
+        parts = [
+            f"{source.files} file(s), {source.changed} changed",
+            f"{source.sessions} session part(s)",
+            f"{source.count('created', 'new')} new memories",
+        ]
+        if source.count("merged", "duplicate"):
+            parts.append(f"{source.count('merged', 'duplicate')} merged into existing ones")
+        if source.count("updated"):
+            parts.append(f"{source.count('updated')} updated")
+        if source.redacted:
+            parts.append(f"{sum(source.redacted.values())} secret(s) redacted")
+        if skipped:
+            reasons = ", ".join(f"{n} {reason}" for reason, n in source.skipped.most_common())
+            parts.append(f"skipped {reasons}")
+        out(f"{'dry run: ' if report.dry_run else ''}{source.name}: " + "; ".join(parts))
+        if verbose:
+            for line in source.notes:
+                note(f"  {line}")
+    if report.stopped_early:
+        note("stopped at --max-seconds; the next run continues where this one stopped")
+
+
+def ingest_sources(rows: Sequence[dict[str, Any]], *, as_json: bool) -> None:
+    if as_json:
+        json_out(list(rows))
+        return
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("source", "files", "new", "changed", "pending", "sessions", "memories", "last ingest"):
+        table.add_column(column)
+    for r in rows:
+        if not r["files"] and not r["sessions_seen"]:
+            continue
+        table.add_row(
+            r["source"], str(r["files"]), str(r["new"]), str(r["changed"]), _size(r["pending_bytes"]),
+            str(r["sessions_seen"]), str(r["memories"]), (r["last_ingest"] or "never")[:16],
+        )  # fmt: skip
+    if not table.row_count:
+        note("no logs found in the default places; use `engram ingest SOURCE --path P`")
+        return
+    _console().print(table)
+
+
+def _size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}"
+        size /= 1024
+    return f"{size:.0f} GB"
+
+
 def events(items: Sequence[Event], *, as_json: bool) -> None:
     if as_json:
         json_out([e.to_dict() for e in items])

@@ -68,11 +68,12 @@ def root(
 
 
 def _register() -> None:
-    from engram_cli.cli import lifecycle, maintenance, memories, system
+    from engram_cli.cli import ingest, lifecycle, maintenance, memories, system
 
     memories.register(app)
     lifecycle.register(app)
     maintenance.register(app)
+    ingest.register(app)
     system.register(app)
 
 

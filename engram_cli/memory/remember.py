@@ -426,3 +426,48 @@ def chunked(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
             batch = []
     if batch:
         yield batch
+
+
+def rewrite(
+    store: Store,
+    memory: Memory,
+    content: str,
+    vector: np.ndarray,
+    *,
+    model_id: str,
+    dim: int,
+    at: str,
+    actor: str,
+    note: str,
+) -> bool:
+    """Replace a memory's wording (and vector) in place, keeping its id, history and counters.
+
+    For texts that are rewritten as their source grows (the episode of a session still
+    being logged). Returns False, changing nothing, when another memory of the same
+    namespace and agent already has exactly this text.
+    """
+    content_hash = textmod.content_hash(content)
+    if content_hash == memory.content_hash:
+        return False
+    taken = store.scalar(
+        "SELECT 1 FROM memories WHERE namespace = ? AND agent_id = ? AND content_hash = ? AND pk != ?",
+        (memory.namespace, memory.agent, content_hash, memory.pk),
+    )
+    if taken:
+        return False
+    before = {"content": memory.content}
+    records.update(store, memory, at, content=content, content_hash=content_hash, embedding_model=model_id)
+    if memory.embedding_model and memory.embedding_model != model_id:
+        old_table = vectors.table_for(store, memory.embedding_model)
+        if old_table:
+            vectors.delete(store, old_table, memory.pk)
+    table = vectors.ensure_table(store, model_id, dim)
+    vectors.put(
+        store, table, memory.pk, vector,
+        namespace=memory.namespace, status=memory.status, memory_type=memory.type, agent=memory.agent,
+    )  # fmt: skip
+    records.reindex(store, memory.pk)
+    records.add_event(
+        store, memory.id, "updated", at, before=before, after={"content": content}, note=note, actor=actor
+    )
+    return True

@@ -120,6 +120,50 @@ def _m0001_initial(conn: apsw.Connection) -> None:
     )
 
 
+def _m0002_ingest(conn: apsw.Connection) -> None:
+    # `engram ingest` remembers, per source file, where reading stopped (cursors); per
+    # session, the digest that later parts of a growing log build on; and per extracted
+    # item, the memory it became, so a log read twice never yields a memory twice.
+    conn.execute(
+        """
+        CREATE TABLE ingest_cursors (
+            path        TEXT PRIMARY KEY,
+            source      TEXT NOT NULL,
+            inode       INTEGER,
+            size        INTEGER NOT NULL DEFAULT 0,
+            mtime_ns    INTEGER NOT NULL DEFAULT 0,
+            byte_offset INTEGER NOT NULL DEFAULT 0,
+            last_id     TEXT,
+            last_at     TEXT,
+            state       TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(state)),
+            updated_at  TEXT NOT NULL
+        );
+
+        CREATE TABLE ingest_sessions (
+            source      TEXT NOT NULL,
+            session_key TEXT NOT NULL,
+            path        TEXT NOT NULL,
+            namespace   TEXT NOT NULL,
+            digest      TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(digest)),
+            updated_at  TEXT NOT NULL,
+            PRIMARY KEY (source, session_key)
+        );
+
+        CREATE TABLE ingest_items (
+            source       TEXT NOT NULL,
+            session_key  TEXT NOT NULL,
+            item_key     TEXT NOT NULL,
+            memory_id    TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            created_at   TEXT NOT NULL,
+            PRIMARY KEY (source, session_key, item_key)
+        );
+        CREATE INDEX ingest_items_by_memory ON ingest_items (memory_id);
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "initial schema", _m0001_initial),
+    Migration(2, "ingest cursors, sessions and items", _m0002_ingest),
 ]

@@ -1,0 +1,69 @@
+"""ingest: harvest the logs other tools write."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated
+
+import typer
+
+from engram_cli import render
+from engram_cli.cli.context import AppContext
+from engram_cli.errors import EngramError, UsageError
+
+
+def _app(ctx: typer.Context) -> AppContext:
+    obj = ctx.obj
+    assert isinstance(obj, AppContext)
+    return obj
+
+
+def ingest(
+    ctx: typer.Context,
+    source: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[SOURCE]", help="One source (claude-code, codex, aider, zsh, notes …); default: all found."
+        ),
+    ] = None,
+    path: Annotated[
+        str | None, typer.Option("--path", help="Read this file or directory instead of the default place.")
+    ] = None,
+    list_: Annotated[
+        bool, typer.Option("--list", help="Show the sources found, what is new, and the cursors.")
+    ] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be stored; store nothing.")] = False,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="Store everything here (default: each log's project).")
+    ] = None,
+    max_seconds: Annotated[
+        float | None, typer.Option("--max-seconds", min=0, help="Stop between files after this long (hooks, cron).")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing unless something fails.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,
+) -> None:
+    """Turn coding-assistant logs, shell history and notes into memories: incremental, idempotent, redacted.
+
+    Run it twice and the second run adds nothing; interrupt it and the next run finishes the job.
+    """
+    engram = _app(ctx).engram()
+    if list_:
+        if dry_run or path:
+            raise UsageError("--list shows what is there; it takes no --dry-run or --path")
+        render.ingest_sources(engram.ingest_sources(), as_json=as_json)
+        return
+    with render.progress("ingesting") as advance:
+        report = engram.ingest(
+            source, path=path, dry_run=dry_run, namespace=namespace, max_seconds=max_seconds, progress=advance
+        )
+    verbose = logging.getLogger("engram_cli").isEnabledFor(logging.INFO)
+    render.ingest_report(report, as_json=as_json, quiet=quiet, verbose=verbose)
+    if report.errors:
+        raise EngramError(
+            f"{len(report.errors)} file(s) could not be ingested; the rest was",
+            hint="see the messages above; those files are read again on the next run",
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(ingest)

@@ -1,0 +1,597 @@
+"""The loader: read each source file from its cursor, extract memories, redact, write, move the cursor.
+
+One file is one transaction: the memories it yields, the digests of its sessions and
+its cursor are committed together, so an ingest interrupted at any point and run again
+ends exactly where one clean run would. Every extracted item is recorded with a key
+stable across re-reads (``ingest_items``), so reading a log twice never stores a
+memory twice; the episode of a session still being written is rewritten in place as
+the session grows. Secrets are redacted before anything reaches the database.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shlex
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from engram_cli import redact
+from engram_cli import text as textmod
+from engram_cli.errors import EngramError, InvalidInput, NotFound, UsageError
+from engram_cli.ingest import SOURCES, importer
+from engram_cli.ingest.base import Batch, Cursor, Importer, Session
+from engram_cli.ingest.extract import Item, extract
+from engram_cli.memory import records, remember
+from engram_cli.memory.model import MEMORY_TYPES
+from engram_cli.store.db import Store
+from engram_cli.timeutil import iso_now, normalize_iso
+
+if TYPE_CHECKING:
+    from engram_cli.api import Engram
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+# Items written per add_many batch inside a file's transaction.
+WRITE_BATCH = 64
+EXTRACT_TIMEOUT_S = 120.0
+
+
+# -- reports -----------------------------------------------------------------------------
+
+
+@dataclass
+class Planned:
+    """One memory the loader would store (dry run) or stored."""
+
+    source: str
+    session: str
+    key: str
+    namespace: str
+    type: str
+    importance: float
+    content: str
+    action: str = "new"  # new | updated | unchanged | created | merged | duplicate
+    memory_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "session": self.session,
+            "key": self.key,
+            "namespace": self.namespace,
+            "type": self.type,
+            "importance": self.importance,
+            "content": self.content,
+            "action": self.action,
+            "memory_id": self.memory_id,
+        }
+
+
+@dataclass
+class SourceReport:
+    name: str
+    files: int = 0
+    changed: int = 0
+    sessions: int = 0
+    memories: list[Planned] = field(default_factory=list)
+    redacted: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+    notes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def count(self, *actions: str) -> int:
+        return sum(1 for m in self.memories if m.action in actions)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.name,
+            "files": self.files,
+            "changed_files": self.changed,
+            "sessions": self.sessions,
+            "created": self.count("created", "new"),
+            "merged": self.count("merged", "duplicate"),
+            "updated": self.count("updated"),
+            "redacted": dict(self.redacted),
+            "skipped": dict(self.skipped),
+            "errors": self.errors,
+            "memories": [m.to_dict() for m in self.memories if m.action != "unchanged"],
+        }
+
+
+@dataclass
+class IngestReport:
+    dry_run: bool
+    sources: list[SourceReport] = field(default_factory=list)
+    stopped_early: bool = False  # --max-seconds ran out; the next run continues
+
+    @property
+    def errors(self) -> list[str]:
+        return [f"{s.name}: {e}" for s in self.sources for e in s.errors]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "stopped_early": self.stopped_early,
+            "sources": [s.to_dict() for s in self.sources],
+        }
+
+
+# -- where memories go ---------------------------------------------------------------------
+
+
+def git_root(path: Path) -> Path | None:
+    """The repository root above ``path`` (a directory with .git), if it exists on this machine."""
+    for candidate in (path, *path.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+class Namespaces:
+    """Project -> namespace: the git repository's directory name, else the recorded cwd's, else the default."""
+
+    def __init__(self, default: str, forced: str | None) -> None:
+        self.default = default
+        self.forced = forced
+        self._cache: dict[str | None, str] = {}
+
+    def __call__(self, project: str | None) -> str:
+        if self.forced:
+            return self.forced
+        if project not in self._cache:
+            self._cache[project] = self._resolve(project)
+        return self._cache[project]
+
+    def _resolve(self, project: str | None) -> str:
+        if not project or not project.strip():
+            return self.default
+        path = Path(project.strip()).expanduser()
+        try:
+            root = git_root(path) if path.is_absolute() else None
+        except OSError:
+            root = None
+        name = (root or path).name
+        return name or self.default
+
+
+# -- cursors, digests, items ------------------------------------------------------------------
+
+
+def load_cursor(store: Store, path: str) -> Cursor | None:
+    row = store.one(
+        "SELECT inode, size, mtime_ns, byte_offset, last_id, last_at, state FROM ingest_cursors WHERE path = ?",
+        (path,),
+    )
+    if row is None:
+        return None
+    return Cursor(
+        path=path, inode=row[0], size=int(row[1]), mtime_ns=int(row[2]), offset=int(row[3]),
+        last_id=row[4], last_at=row[5], state=json.loads(row[6]),
+    )  # fmt: skip
+
+
+def save_cursor(store: Store, source: str, cursor: Cursor) -> None:
+    store.execute(
+        "INSERT INTO ingest_cursors (path, source, inode, size, mtime_ns, byte_offset, last_id, last_at, state, "
+        "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (path) DO UPDATE SET source = excluded.source, "
+        "inode = excluded.inode, size = excluded.size, mtime_ns = excluded.mtime_ns, "
+        "byte_offset = excluded.byte_offset, last_id = excluded.last_id, last_at = excluded.last_at, "
+        "state = excluded.state, updated_at = excluded.updated_at",
+        (
+            cursor.path, source, cursor.inode, cursor.size, cursor.mtime_ns, cursor.offset, cursor.last_id,
+            cursor.last_at, records.dumps(cursor.state), iso_now(),
+        ),
+    )  # fmt: skip
+
+
+def load_digest(store: Store, source: str, key: str) -> dict[str, Any]:
+    value = store.scalar("SELECT digest FROM ingest_sessions WHERE source = ? AND session_key = ?", (source, key))
+    return {} if value is None else dict(json.loads(value))
+
+
+def save_digest(store: Store, source: str, session: Session, namespace: str, digest: dict[str, Any]) -> None:
+    store.execute(
+        "INSERT INTO ingest_sessions (source, session_key, path, namespace, digest, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source, session_key) DO UPDATE SET path = excluded.path, "
+        "namespace = excluded.namespace, digest = excluded.digest, updated_at = excluded.updated_at",
+        (source, session.key, session.path, namespace, records.dumps(digest), iso_now()),
+    )
+
+
+# -- extraction --------------------------------------------------------------------------------
+
+
+# Fields of a ready-made record that are passed through to the memory as they are.
+RECORD_FIELDS = ("namespace", "agent", "metadata", "confidence", "summary")
+
+
+def _record_item(record: Mapping[str, Any], index: int) -> Item:
+    """A ready-made record (notes, JSONL) as an Item; bad values become InvalidInput."""
+    content = record.get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInput(f"record {index} has no text content")
+    mtype = record.get("type") or "semantic"
+    if mtype not in MEMORY_TYPES:
+        raise InvalidInput(f"record {index}: unknown memory type {mtype!r}")
+    importance = record.get("importance", 0.5)
+    if isinstance(importance, bool) or not isinstance(importance, (int, float)) or not 0 <= importance <= 1:
+        raise InvalidInput(f"record {index}: importance must be a number from 0 to 1")
+    tags = record.get("tags") or []
+    if isinstance(tags, str):
+        tags = [tags]
+    at = record.get("created_at")
+    return Item(
+        key=str(record.get("key") or f"record:{index}"),
+        type=str(mtype),
+        content=content,
+        importance=float(importance),
+        message_id=None if record.get("message_id") is None else str(record["message_id"]),
+        at=None if at is None else str(at),
+        tags=[str(t) for t in tags if isinstance(t, str) and t.strip()],
+    )
+
+
+def run_extract_command(command: str, session: Session, digest: dict[str, Any]) -> list[Item]:
+    """Hand the session to the user's extractor: JSON on stdin, memory records as JSONL on stdout."""
+    payload = {
+        "source": session.source,
+        "session": session.key,
+        "project": session.project,
+        "title": session.title,
+        "summary": session.summary,
+        "started_at": session.started_at,
+        "updated_at": session.updated_at,
+        "restart": session.restart,
+        "digest": digest,
+        "messages": [m.__dict__ for m in session.messages],
+    }
+    try:
+        done = subprocess.run(
+            shlex.split(command), input=json.dumps(payload, ensure_ascii=False), capture_output=True, text=True,
+            encoding="utf-8", errors="replace", timeout=EXTRACT_TIMEOUT_S, check=False,
+        )  # fmt: skip
+    except (OSError, ValueError) as exc:
+        raise InvalidInput(f"extract.command {command!r} cannot run: {exc}") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise InvalidInput(f"extract.command took longer than {EXTRACT_TIMEOUT_S:.0f} s") from exc
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or ["no message"]
+        raise InvalidInput(f"extract.command exited with {done.returncode}: {tail[0][:200]}")
+    items: list[Item] = []
+    for lineno, line in enumerate(done.stdout.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"extract.command output line {lineno} is not JSON: {exc.msg}") from exc
+        if not isinstance(record, dict):
+            raise InvalidInput(f"extract.command output line {lineno} is not an object")
+        record.setdefault("key", f"command:{lineno}:{textmod.content_hash(str(record.get('content')))[:12]}")
+        items.append(_record_item(record, lineno))
+    return items
+
+
+# -- the loader ------------------------------------------------------------------------------
+
+
+@dataclass
+class _FilePlan:
+    path: str
+    batch: Batch
+    sessions: list[tuple[Session, str, list[Item], dict[str, Any]]]
+    # item key -> fields a ready-made record sets itself (namespace, agent, metadata …)
+    extras: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+
+
+class Loader:
+    def __init__(
+        self,
+        engram: Engram,
+        *,
+        dry_run: bool,
+        namespace: str | None,
+        extract_command: str,
+        progress: Progress | None,
+        deadline: float | None,
+    ) -> None:
+        self.engram = engram
+        self.store = engram.store
+        self.dry_run = dry_run
+        self.namespaces = Namespaces(str(engram.config.get("namespace")), namespace)
+        self.extract_command = extract_command
+        self.progress = progress or (lambda done, total: None)
+        self.deadline = deadline
+        self.stopped_early = False
+        self._writer: remember.Writer | None = None
+
+    # reading and extracting (no database writes)
+
+    def plan_file(self, imp: Importer, path: Path, report: SourceReport) -> _FilePlan | None:
+        key = str(path)
+        cursor = load_cursor(self.store, key)
+        try:
+            stat = path.stat()
+        except OSError as exc:
+            report.errors.append(f"{path}: {exc.strerror or exc}")
+            return None
+        if cursor is not None and cursor.unchanged(stat):
+            return None
+        report.changed += 1
+        try:
+            batch = imp.read(path, cursor)
+        except OSError as exc:
+            report.errors.append(f"{path}: cannot read: {exc.strerror or exc}")
+            return None
+        report.skipped.update(batch.skipped)
+        report.notes.extend(batch.notes)
+        planned: list[tuple[Session, str, list[Item], dict[str, Any]]] = []
+        extras: dict[tuple[str, str], dict[str, Any]] = {}
+        for session in batch.sessions:
+            namespace = self.namespaces(session.project)
+            digest = {} if session.restart else load_digest(self.store, imp.name, session.key)
+            try:
+                if session.records:
+                    items = [_record_item(r, i) for i, r in enumerate(session.records, 1)]
+                    for item, record in zip(items, session.records, strict=True):
+                        given = {k: record[k] for k in RECORD_FIELDS if record.get(k) is not None}
+                        if given:
+                            extras[(session.key, item.key)] = given
+                elif self.extract_command:
+                    items = run_extract_command(self.extract_command, session, digest)
+                else:
+                    items, digest = extract(session, digest)
+            except InvalidInput as exc:
+                report.errors.append(f"{path} session {session.key}: {exc.message}")
+                return None  # the cursor stays: the file is read again once the problem is fixed
+            for item in items:
+                item.content, found = redact.redact(item.content)
+                report.redacted.update(f.kind for f in found)
+            planned.append((session, namespace, [i for i in items if i.content.strip()], digest))
+            report.sessions += 1
+        return _FilePlan(key, batch, planned, extras)
+
+    # writing (one transaction per file)
+
+    def writer(self) -> remember.Writer:
+        if self._writer is None:
+            self._writer = self.engram._writer(no_merge=False)
+        return self._writer
+
+    def write_file(self, imp: Importer, plan: _FilePlan, report: SourceReport) -> None:
+        new: list[tuple[Planned, remember.NewMemory, Item, Session]] = []
+        rewrites: list[tuple[Planned, str, Item]] = []
+        for session, namespace, items, _ in plan.sessions:
+            for item in items:
+                planned = Planned(
+                    imp.name, session.key, item.key, namespace, item.type, round(item.importance, 3), item.content
+                )
+                report.memories.append(planned)
+                known = self.store.one(
+                    "SELECT memory_id, content_hash FROM ingest_items "
+                    "WHERE source = ? AND session_key = ? AND item_key = ?",
+                    (imp.name, session.key, item.key),
+                )
+                if known is not None:
+                    planned.memory_id = str(known[0])
+                    if known[1] == textmod.content_hash(item.content):
+                        planned.action = "unchanged"
+                    else:
+                        planned.action = "updated"
+                        rewrites.append((planned, str(known[0]), item))
+                    continue
+                fields: dict[str, Any] = {
+                    "content": item.content,
+                    "type": item.type,
+                    "namespace": namespace,
+                    "agent": imp.agent,
+                    "importance": item.importance,
+                    "tags": item.tags,
+                    "session": session.key,
+                    "source": {
+                        "kind": imp.name,
+                        "ref": session.path,
+                        "message_id": item.message_id,
+                        "session": session.key,
+                        "metadata": {"item": item.key},
+                    },
+                }
+                fields.update(plan.extras.get((session.key, item.key), {}))
+                if "namespace" in fields:
+                    planned.namespace = str(fields["namespace"])
+                when = item.at or session.updated_at or session.started_at
+                if when:
+                    try:
+                        fields["created_at"] = normalize_iso(when)
+                    except InvalidInput:
+                        report.skipped["unreadable time"] += 1
+                try:
+                    new.append((planned, self.engram._prepare(fields), item, session))
+                except InvalidInput as exc:
+                    planned.action = "unchanged"
+                    report.skipped["unusable memory"] += 1
+                    report.notes.append(f"{plan.path} {session.key} {item.key}: {exc.message}")
+        if self.dry_run:
+            return
+        writer = self.writer()
+        # Embed outside the write transaction so other writers wait for our rows, not our model.
+        texts = list(dict.fromkeys([n.content for _, n, _, _ in new] + [i.content for _, _, i in rewrites]))
+        vectors = writer.embed(texts) if texts else np.zeros((0, writer.dim), dtype=np.float32)
+        cache = dict(zip(texts, vectors, strict=True))
+        embed = writer.embed
+
+        def cached(batch: Sequence[str]) -> np.ndarray:
+            return np.stack([cache[t] if t in cache else embed([t])[0] for t in batch])
+
+        at = iso_now()
+        with self.store.write():
+            writer.embed = cached
+            try:
+                for start in range(0, len(new), WRITE_BATCH):
+                    chunk = new[start : start + WRITE_BATCH]
+                    results = writer.write_batch([n for _, n, _, _ in chunk])
+                    for (planned, _, item, session), result in zip(chunk, results, strict=True):
+                        planned.action = result.action
+                        planned.memory_id = result.memory.id
+                        self._remember_item(imp.name, session.key, item, result.memory.id, at)
+                for planned, memory_id, item in rewrites:
+                    self._rewrite(planned, memory_id, item, cache[item.content], imp.name, at)
+            finally:
+                writer.embed = embed
+            for session, namespace, _, digest in plan.sessions:
+                save_digest(self.store, imp.name, session, namespace, digest)
+            save_cursor(self.store, imp.name, plan.batch.cursor)
+
+    def _remember_item(self, source: str, session: str, item: Item, memory_id: str, at: str) -> None:
+        self.store.execute(
+            "INSERT OR REPLACE INTO ingest_items (source, session_key, item_key, memory_id, content_hash, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (source, session, item.key, memory_id, textmod.content_hash(item.content), at),
+        )
+
+    def _rewrite(self, planned: Planned, memory_id: str, item: Item, vector: np.ndarray, source: str, at: str) -> None:
+        writer = self.writer()
+        try:
+            memory = records.load(self.store, records.resolve_pk(self.store, memory_id), with_sources=False)
+        except NotFound:
+            planned.action = "unchanged"  # forgotten with --hard: not brought back
+            return
+        changed = remember.rewrite(
+            self.store, memory, item.content, vector, model_id=writer.model_id, dim=writer.dim, at=at,
+            actor=source, note=f"{source} session {planned.session} grew",
+        )  # fmt: skip
+        if not changed:
+            planned.action = "unchanged"
+        self._remember_item(source, planned.session, item, memory_id, at)
+
+    def run_source(self, imp: Importer, files: Sequence[Path], report: SourceReport) -> None:
+        report.files = len(files)
+        for done, path in enumerate(files):
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                self.stopped_early = True
+                return
+            self.progress(done, len(files))
+            plan = self.plan_file(imp, path, report)
+            if plan is None:
+                continue
+            try:
+                self.write_file(imp, plan, report)
+            except EngramError as exc:
+                report.errors.append(f"{path}: {exc.message}")
+        self.progress(len(files), len(files))
+
+
+def _files(imp: Importer, path: Path | None, env: Mapping[str, str], home: Path) -> list[Path]:
+    if path is None:
+        return sorted(set(imp.locate(env, home)))
+    if not path.exists():
+        raise NotFound(f"{path} does not exist", hint="check the path given with --path")
+    return sorted(set(imp.files(path)))
+
+
+def source_names(source: str | None, path: Path | None) -> list[str]:
+    names = list(dict.fromkeys(SOURCES))
+    if source is None:
+        if path is not None:
+            raise UsageError("--path needs a source", hint="e.g. engram ingest aider --path ~/src/webshop")
+        return names
+    if source not in SOURCES:
+        raise UsageError(f"unknown source {source!r}", hint=f"the sources are: {', '.join(names)}")
+    return [source]
+
+
+def run(
+    engram: Engram,
+    source: str | None = None,
+    *,
+    path: Path | None = None,
+    dry_run: bool = False,
+    namespace: str | None = None,
+    max_seconds: float | None = None,
+    progress: Progress | None = None,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> IngestReport:
+    """Ingest one source (or every source found in its default place) into ``engram``."""
+    env = dict(os.environ if env is None else env)
+    home = home or Path.home()
+    report = IngestReport(dry_run=dry_run)
+    deadline = None if max_seconds is None else time.monotonic() + max_seconds
+    loader = Loader(
+        engram, dry_run=dry_run, namespace=namespace,
+        extract_command=str(engram.config.get("extract.command")).strip(), progress=progress, deadline=deadline,
+    )  # fmt: skip
+    for name in source_names(source, path):
+        imp = importer(name)
+        files = _files(imp, path, env, home)
+        if not files and source is None:
+            continue
+        part = SourceReport(name)
+        report.sources.append(part)
+        loader.run_source(imp, files, part)
+        if loader.stopped_early:
+            report.stopped_early = True
+            break
+    return report
+
+
+@dataclass
+class FileState:
+    path: str
+    state: str  # new | changed | unchanged | missing
+    size: int
+    offset: int
+    last_ingest: str | None
+
+
+def listing(engram: Engram, *, env: Mapping[str, str] | None = None, home: Path | None = None) -> list[dict[str, Any]]:
+    """What `engram ingest --list` shows: every source found, its files, how much is new, the cursors."""
+    env = dict(os.environ if env is None else env)
+    home = home or Path.home()
+    out: list[dict[str, Any]] = []
+    for name in dict.fromkeys(SOURCES):
+        imp = importer(name)
+        files = sorted(set(imp.locate(env, home)))
+        states: list[FileState] = []
+        for path in files:
+            row = engram.store.one(
+                "SELECT inode, size, mtime_ns, byte_offset, updated_at FROM ingest_cursors WHERE path = ?", (str(path),)
+            )
+            try:
+                st = path.stat()
+            except OSError:
+                states.append(FileState(str(path), "missing", 0, 0, None))
+                continue
+            if row is None:
+                states.append(FileState(str(path), "new", st.st_size, 0, None))
+                continue
+            same = row[0] == st.st_ino and row[1] == st.st_size and row[2] == st.st_mtime_ns
+            states.append(FileState(str(path), "unchanged" if same else "changed", st.st_size, int(row[3]), row[4]))
+        sessions = int(engram.store.scalar("SELECT count(*) FROM ingest_sessions WHERE source = ?", (name,)) or 0)
+        items = int(engram.store.scalar("SELECT count(*) FROM ingest_items WHERE source = ?", (name,)) or 0)
+        out.append(
+            {
+                "source": name,
+                "agent": imp.agent,
+                "description": imp.description,
+                "files": len(states),
+                "new": sum(1 for s in states if s.state == "new"),
+                "changed": sum(1 for s in states if s.state == "changed"),
+                "pending_bytes": sum(max(0, s.size - s.offset) for s in states if s.state != "unchanged"),
+                "sessions_seen": sessions,
+                "memories": items,
+                "last_ingest": max((s.last_ingest for s in states if s.last_ingest), default=None),
+                "paths": [s.__dict__ for s in states],
+            }
+        )
+    return out
