@@ -68,11 +68,12 @@ def root(
 
 
 def _register() -> None:
-    from engram_cli.cli import lifecycle, maintenance, memories, system
+    from engram_cli.cli import hooks, lifecycle, maintenance, memories, system
 
     memories.register(app)
     lifecycle.register(app)
     maintenance.register(app)
+    hooks.register(app)
     system.register(app)
 
 
