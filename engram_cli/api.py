@@ -397,11 +397,19 @@ class Engram:
     ) -> Any:
         """Harvest one source's logs (or every source found in its default place); see engram_cli.ingest."""
         from engram_cli.ingest import loader
+        from engram_cli.store.lock import exclusive
 
-        return loader.run(
-            self, source, path=None if path is None else Path(path).expanduser(), dry_run=dry_run,
-            namespace=namespace, max_seconds=max_seconds, progress=progress,
-        )  # fmt: skip
+        def run() -> Any:
+            return loader.run(
+                self, source, path=None if path is None else Path(path).expanduser(), dry_run=dry_run,
+                namespace=namespace, max_seconds=max_seconds, progress=progress,
+            )  # fmt: skip
+
+        if dry_run:
+            return run()
+        # A hook and cron may start ingests at the same moment: one does the work, the other leaves.
+        with exclusive(self.path, "ingest"):
+            return run()
 
     def ingest_sources(self) -> builtins.list[dict[str, Any]]:
         """Every known source: files found in its default place, what is new, the cursors' state."""

@@ -52,3 +52,7 @@ class BusyError(EngramError):
 
 class ProblemsRemain(EngramError):
     """`audit --strict` found problems that are still there: a non-zero exit for cron alerts."""
+
+
+class IntegrationError(EngramError):
+    """A hook, settings file or repository is not in a state engram can change safely; nothing was changed."""

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from engram_cli.errors import EngramError
+    from engram_cli.integrations.assistants import SettingsChange
+    from engram_cli.integrations.git import GitHookChange
+    from engram_cli.integrations.schedule import Schedule
     from engram_cli.memory.audit import AuditReport, Check
     from engram_cli.memory.compact import CompactReport
     from engram_cli.memory.decay import DecayReport
@@ -592,3 +595,68 @@ def config_table(values: dict[str, Any], origins: dict[str, str], *, as_json: bo
     for key, value in values.items():
         shown = "none" if value is None else json.dumps(value) if not isinstance(value, str) else value
         out(f"{key} = {shown}\t# {origins.get(key, 'default')}")
+
+
+# -- hooks / schedule ----------------------------------------------------------------------
+
+
+def git_hook_change(change: GitHookChange, *, as_json: bool) -> None:
+    if as_json:
+        json_out(change.to_dict())
+        return
+    hook, chained = change.hook, change.chained
+    if change.action == "absent":
+        out(f"no engram post-commit hook in {hook.parent}; nothing to do")
+    elif change.action == "restored":
+        out(f"removed engram's post-commit hook; the earlier hook is back as {hook}")
+    elif change.action == "removed":
+        out(f"removed engram's post-commit hook {hook}")
+    else:
+        out(f"{change.action} post-commit hook {hook}")
+        if chained is not None:
+            note(f"the hook that was there before is kept as {chained.name} and runs after engram's")
+
+
+def settings_change(change: SettingsChange, *, as_json: bool) -> None:
+    if as_json:
+        json_out(change.to_dict())
+        return
+    where = change.path
+    events = ", ".join(change.events)
+    if change.action == "absent":
+        out(f"no engram hooks in {where}; nothing to do")
+    elif change.action == "removed":
+        out(f"removed engram's {events} hooks from {where}")
+    else:
+        out(f"{change.action} engram's {events} hooks in {where}")
+    if change.backup is not None:
+        note(f"the file as it was is saved as {change.backup}")
+    if change.next_step and change.action != "removed":
+        note(change.next_step)
+
+
+def session_context(hits: Sequence[Hit], *, budget: int, as_hook_json: bool) -> None:
+    """The memory card an assistant adds to a new session's context; nothing at all when there is none."""
+    text = cards(hits, budget=budget)
+    if not text:
+        return
+    if as_hook_json:
+        out(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}))
+    else:
+        out(text)
+
+
+def schedule(plan: Schedule, *, as_json: bool) -> None:
+    if as_json:
+        json_out(plan.to_dict())
+        return
+    # Only crontab syntax on stdout, so `(crontab -l; engram schedule) | crontab -` works as is.
+    out("# engram maintenance (from `engram schedule`)")
+    for job in plan.jobs:
+        out(f"# {job.name}: {job.why}")
+        out(job.line)
+    note("Nothing was installed. Paste these lines into `crontab -e`, or append them in one go with")
+    note("  (crontab -l 2>/dev/null; engram schedule) | crontab -")
+    note(f"Output (only changes and errors) goes to {plan.log}.")
+    note("systemd or launchd instead of cron: run the same commands on the same calendar (a user .timer, or a")
+    note("LaunchAgent with StartCalendarInterval); the commands need nothing from cron itself.")

@@ -32,6 +32,7 @@ from engram_cli.ingest.base import Batch, Cursor, Importer, Session
 from engram_cli.ingest.extract import Item, extract
 from engram_cli.memory import records, remember
 from engram_cli.memory.model import MEMORY_TYPES
+from engram_cli.project import project_namespace
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now, normalize_iso
 
@@ -129,14 +130,6 @@ class IngestReport:
 # -- where memories go ---------------------------------------------------------------------
 
 
-def git_root(path: Path) -> Path | None:
-    """The repository root above ``path`` (a directory with .git), if it exists on this machine."""
-    for candidate in (path, *path.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return None
-
-
 class Namespaces:
     """Project -> namespace: the git repository's directory name, else the recorded cwd's, else the default."""
 
@@ -156,12 +149,12 @@ class Namespaces:
         if not project or not project.strip():
             return self.default
         path = Path(project.strip()).expanduser()
+        if not path.is_absolute():
+            return path.name or self.default
         try:
-            root = git_root(path) if path.is_absolute() else None
+            return project_namespace(path) or self.default
         except OSError:
-            root = None
-        name = (root or path).name
-        return name or self.default
+            return path.name or self.default
 
 
 # -- cursors, digests, items ------------------------------------------------------------------

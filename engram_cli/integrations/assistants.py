@@ -1,0 +1,327 @@
+"""Session hooks for coding assistants: memories when a session starts, ingest when it ends.
+
+Supported are the assistants whose hook files have a documented format that engram could
+check against the assistant's own documentation or source:
+
+- Claude Code: ``settings.json`` hooks; a SessionStart command's stdout becomes context.
+- Gemini CLI: ``settings.json`` hooks; SessionStart must print JSON (``additionalContext``).
+- Codex: ``hooks.json``; SessionStart stdout becomes context. Codex has no session-end
+  event (Stop fires after every turn), so the previous sessions are ingested when the next
+  one starts, in the background.
+
+All three nest the same way: ``{"hooks": {Event: [{"matcher"?, "hooks": [{"type": "command",
+"command": ...}]}]}}``. Engram's entries are recognised by the marker comment that ends their
+command, so a foreign entry is never touched and a moved engram replaces its old entries.
+Files are rewritten atomically, with a one-time backup, and never when they do not parse.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engram_cli.errors import IntegrationError, UsageError
+from engram_cli.integrations import MARKER, shell_join, write_atomic
+
+BACKUP_SUFFIX = ".engram-backup"
+INGEST_MAX_SECONDS = 60
+CONTEXT_TIMEOUT_S = 30
+# Recall at session start: enough to orient, small enough to leave the context window alone.
+CONTEXT_K = 8
+CONTEXT_BUDGET = 1500
+
+
+@dataclass(frozen=True)
+class Assistant:
+    """Where one assistant keeps its hooks and how it wants them written."""
+
+    name: str  # the CLI name, also the ingest source
+    title: str
+    config_dir_env: str | None  # variable that moves the assistant's config directory
+    config_dir: str  # its default
+    settings_file: str  # the hooks file inside that directory
+    project_file: str  # the hooks file inside a repository, for --project
+    project_dir_env: str | None  # variable that holds the project directory in a hook's environment
+    ingest_event: str
+    context_as_json: bool = False  # stdout must be {"hookSpecificOutput": {"additionalContext": ...}}
+    timeout_unit: int | None = 1  # the timeout field counts seconds * this; None: leave it out
+    named: bool = False  # hooks carry a "name" (Gemini lists and toggles them by it)
+    after_install: str | None = None  # what the person still has to do
+    context_event: str = "SessionStart"
+
+    def user_settings(self, env: Mapping[str, str] | None = None) -> Path:
+        env = os.environ if env is None else env
+        base = env.get(self.config_dir_env, "") if self.config_dir_env else ""
+        return Path(base or self.config_dir).expanduser() / self.settings_file
+
+
+ASSISTANTS: dict[str, Assistant] = {
+    a.name: a
+    for a in (
+        Assistant(
+            name="claude-code",
+            title="Claude Code",
+            config_dir_env="CLAUDE_CONFIG_DIR",
+            config_dir="~/.claude",
+            settings_file="settings.json",
+            # settings.local.json, not settings.json: the command holds this machine's engram path,
+            # which has no business in a file the team commits.
+            project_file=".claude/settings.local.json",
+            project_dir_env="CLAUDE_PROJECT_DIR",
+            ingest_event="SessionEnd",
+        ),
+        Assistant(
+            name="gemini-cli",
+            title="Gemini CLI",
+            config_dir_env=None,
+            config_dir="~/.gemini",
+            settings_file="settings.json",
+            project_file=".gemini/settings.json",
+            project_dir_env="GEMINI_PROJECT_DIR",
+            ingest_event="SessionEnd",
+            context_as_json=True,
+            timeout_unit=1000,
+            named=True,
+            after_install="Gemini CLI reads a project's .gemini/settings.json only in a trusted folder; "
+            "`/hooks panel` in Gemini shows whether the hooks are enabled",
+        ),
+        Assistant(
+            name="codex",
+            title="Codex",
+            config_dir_env="CODEX_HOME",
+            config_dir="~/.codex",
+            settings_file="hooks.json",
+            project_file=".codex/hooks.json",
+            project_dir_env=None,
+            ingest_event="SessionStart",
+            timeout_unit=None,
+            after_install="Codex runs new hooks only once you trust them: review them with /hooks in Codex",
+        ),
+    )
+}
+
+# Sources `engram ingest` reads whose tools have no hook format engram could verify: cron covers them.
+UNSUPPORTED = ("aider", "cursor", "cline", "roo-code", "opencode", "continue", "copilot-cli")
+
+
+def assistant(name: str) -> Assistant:
+    try:
+        return ASSISTANTS[name]
+    except KeyError:
+        raise UsageError(
+            f"no session hooks for {name!r}",
+            hint=f"supported: {', '.join(ASSISTANTS)}; for the others, `engram schedule` ingests from cron",
+        ) from None
+
+
+def settings_path(a: Assistant, *, project: Path | None = None, settings: Path | None = None) -> Path:
+    """The file to change: --settings as given, --project's file, or the user-level one."""
+    if project is not None and settings is not None:
+        raise UsageError("--project and --settings exclude each other")
+    if settings is not None:
+        return settings.expanduser().absolute()
+    if project is not None:
+        root = project.expanduser().absolute()
+        if not root.is_dir():
+            raise UsageError(f"--project {project}: no such directory")
+        return root / a.project_file
+    return a.user_settings().absolute()
+
+
+def _command_line(text: str) -> str:
+    return f"{text} # {MARKER}"
+
+
+def wanted_hooks(a: Assistant, engram: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """Engram's hook entries for ``a``, by event, in the assistant's own spelling."""
+    context: dict[str, Any] = {
+        "type": "command",
+        "command": _command_line(f"{shell_join(engram)} hooks context {a.name}"),
+    }
+    # Detached and silent: the assistant may be exiting, and some kill a slow SessionEnd hook.
+    ingest_cmd = [*engram, "ingest", a.name, "--quiet", "--max-seconds", str(INGEST_MAX_SECONDS)]
+    ingest: dict[str, Any] = {
+        "type": "command",
+        "command": _command_line(f"nohup {shell_join(ingest_cmd)} </dev/null >/dev/null 2>&1 &"),
+    }
+    if a.timeout_unit is not None:
+        context["timeout"] = CONTEXT_TIMEOUT_S * a.timeout_unit
+    if a.named:
+        context = {"name": "engram-context", **context}
+        ingest = {"name": "engram-ingest", **ingest}
+    wanted: dict[str, list[dict[str, Any]]] = {a.context_event: [context]}
+    wanted.setdefault(a.ingest_event, []).append(ingest)
+    return wanted
+
+
+@dataclass
+class SettingsChange:
+    """What `engram hooks install|uninstall ASSISTANT` did to one settings file."""
+
+    assistant: str
+    path: Path
+    action: str  # installed, updated, unchanged, removed, absent
+    events: list[str] = field(default_factory=list)
+    backup: Path | None = None
+    next_step: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "assistant": self.assistant, "path": str(self.path), "action": self.action, "events": self.events,
+            "backup": str(self.backup) if self.backup else None, "next_step": self.next_step,
+        }  # fmt: skip
+
+
+def _is_ours(hook: Any) -> bool:
+    return isinstance(hook, dict) and isinstance(hook.get("command"), str) and hook["command"].endswith(f"# {MARKER}")
+
+
+def _load(path: Path) -> tuple[dict[str, Any], str | None]:
+    """The parsed file (empty when missing or blank) and its text; refuses anything it cannot safely rewrite."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}, None
+    except OSError as exc:
+        raise IntegrationError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        text = raw.decode("utf-8")
+        data = json.loads(text) if text.strip() else {}
+    except UnicodeDecodeError as exc:
+        raise IntegrationError(f"{path} is not UTF-8 text; engram left it as it is") from exc
+    except json.JSONDecodeError as exc:
+        raise IntegrationError(
+            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); engram left it as it is",
+            hint="fix the file by hand (or move it away), then run this again",
+        ) from exc
+    if not isinstance(data, dict):
+        raise IntegrationError(f"{path} holds a JSON {type(data).__name__}, not an object; engram left it as it is")
+    hooks = data.get("hooks")
+    if hooks is not None and not isinstance(hooks, dict):
+        raise IntegrationError(f'"hooks" in {path} is not an object; engram left the file as it is')
+    return data, text
+
+
+def _remove_ours(data: dict[str, Any]) -> list[str]:
+    """Drop engram's hook entries in place, and the groups, events and "hooks" they leave empty."""
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return []
+    touched: list[str] = []
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept_groups = []
+        for group in groups:
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(entries, list) or not any(_is_ours(h) for h in entries):
+                kept_groups.append(group)
+                continue
+            touched.append(event)
+            rest = [h for h in entries if not _is_ours(h)]
+            if rest:
+                kept_groups.append({**group, "hooks": rest})
+        if event in touched:
+            if kept_groups:
+                hooks[event] = kept_groups
+            else:
+                del hooks[event]
+    if touched and not hooks:
+        del data["hooks"]
+    return list(dict.fromkeys(touched))
+
+
+def _ours(data: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {}
+    hooks = data.get("hooks")
+    for event, groups in hooks.items() if isinstance(hooks, dict) else []:
+        for group in groups if isinstance(groups, list) else []:
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            for hook in entries if isinstance(entries, list) else []:
+                if _is_ours(hook):
+                    found.setdefault(event, []).append(hook)
+    return found
+
+
+def _indent(text: str | None) -> int | str:
+    """The file's own indentation, so a rewrite changes as few lines as possible."""
+    match = re.search(r"\n([ \t]+)\S", text or "")
+    if match is None:
+        return 2
+    unit = match.group(1)
+    return "\t" if unit.startswith("\t") else len(unit)
+
+
+def _save(path: Path, data: dict[str, Any], text: str | None) -> Path | None:
+    """Write ``data`` over ``path`` atomically; the first time engram changes an existing file, back it up."""
+    backup: Path | None = None
+    mode: int | None = None
+    if text is not None:
+        mode = path.stat().st_mode & 0o7777
+        candidate = path.with_name(path.name + BACKUP_SUFFIX)
+        if not candidate.exists():
+            shutil.copy2(path, candidate)
+            backup = candidate
+    body = json.dumps(data, indent=_indent(text), ensure_ascii=False) + "\n"
+    write_atomic(path, body.encode("utf-8"), mode=mode)
+    return backup
+
+
+def install(a: Assistant, path: Path, engram: Sequence[str]) -> SettingsChange:
+    """Merge engram's hooks into ``path``, keeping every other key and hook; idempotent."""
+    data, text = _load(path)
+    wanted = wanted_hooks(a, engram)
+    present = _ours(data)
+    if present == wanted:
+        return SettingsChange(a.name, path, "unchanged", list(wanted), next_step=a.after_install)
+    merged = copy.deepcopy(data)
+    _remove_ours(merged)
+    hooks = merged.setdefault("hooks", {})
+    for event, entries in wanted.items():
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise IntegrationError(f'"hooks.{event}" in {path} is not a list; engram left the file as it is')
+        groups.append({"hooks": entries})
+    backup = _save(path, merged, text)
+    return SettingsChange(
+        a.name, path, "updated" if present else "installed", list(wanted), backup=backup, next_step=a.after_install
+    )
+
+
+def uninstall(a: Assistant, path: Path) -> SettingsChange:
+    """Remove engram's hooks from ``path`` and nothing else."""
+    data, text = _load(path)
+    removed = _remove_ours(data)
+    if not removed:
+        return SettingsChange(a.name, path, "absent")
+    backup = path.with_name(path.name + BACKUP_SUFFIX)
+    if backup.is_file() and _same_json(backup, data):
+        # Nothing else changed since engram's first edit: the file goes back byte for byte.
+        write_atomic(path, backup.read_bytes(), mode=path.stat().st_mode & 0o7777)
+        return SettingsChange(a.name, path, "removed", removed)
+    return SettingsChange(a.name, path, "removed", removed, backup=_save(path, data, text))
+
+
+def _same_json(path: Path, data: Any) -> bool:
+    try:
+        return bool(json.loads(path.read_bytes().decode("utf-8") or "{}") == data)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+
+
+def project_dir(a: Assistant, explicit: Path | None, env: Mapping[str, str] | None = None) -> Path:
+    """The project a hook runs for: --dir, else the assistant's project variable, else the working directory."""
+    env = os.environ if env is None else env
+    if explicit is not None:
+        return explicit
+    if a.project_dir_env and env.get(a.project_dir_env):
+        return Path(env[a.project_dir_env])
+    return Path.cwd()
