@@ -100,6 +100,8 @@ CUES = [
     ("I like short commit messages in the imperative.", "pref", 0.7),
     ("Don't add docstrings to test functions.", "pref", 0.55),
     ("Avoid global state in the handlers.", "pref", 0.55),
+    ("We're using Django 4.2 and Postgres 16.", "pref", 0.55),
+    ("I'd rather not add a dependency for date parsing.", "pref", 0.7),
     ("We decided to keep SQLite for the cache.", "decision", 0.7),
     ("Let's go with httpx for the API client.", "decision", 0.7),
     ("Use httpx instead of requests.", "decision", 0.7),
@@ -162,6 +164,12 @@ NOT_MEMORIES = [
     "Fix the flaky upload test.",
     "Migrate the settings page to the new form library.",  # a task; "let's migrate …" would be a decision
     "Switch the CI job to Python 3.12.",
+    "Let's use a dataclass here.",  # a choice for this spot, or for now
+    "Let's use pnpm for now.",
+    "Don't run the migrations yet, I'll do it.",
+    "这里先用 dict 吧，以后再改。",  # 以后再改: "change it later"
+    "暂时不要动数据库。",
+    "Always.",
 ]
 
 

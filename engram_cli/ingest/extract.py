@@ -250,6 +250,7 @@ def _is_chinese(text: str) -> bool:
 
 _LEAD = r"^(?:(?:please|pls|plz|also|and|but|so|just|then|now|oh|ok(?:ay)?)[\s,]+)*"
 _SUBJ = r"(?:(?:you|we|i)(?:\s+(?:should|must|will|need to)|'ll)?\s+)?"
+_WE_USE = r"(?:we|i)(?:\s+use|\s+are using|'re using|'m using|\s+am using|\s+have been using|'ve been using)"
 _NOT_FEEDBACK = r"(?!it\b|this\b|that\b|these\b|those\b|the way\b|what\b|how\b|your?\b|when you\b)"
 _NOT_IDIOM = r"(?!worry\b|bother\b|know\b|think\b|understand\b|mind\b|care\b|see\b|get\b|remember\b|have\b|need\b)"
 _ZH_START = r"(?:^|(?<=[，,；;：:、\s（(]))"
@@ -279,7 +280,9 @@ _CUES: list[tuple[re.Pattern[str], float, str]] = [
         (r"\bfrom now on\b|\bgoing forward\b|\bfrom here on\b|\bhenceforth\b|\bfrom today on\b", STRONG, DECISION),
         (rf"{_LEAD}in (?:the )?future\b", STRONG, DECISION),
         (
-            _ZH_START + _ZH_LEAD + r"(?:以后|以後|今后|今後|往后|往後)|从现在(?:起|开始)|從現在(?:起|開始)|"
+            # "以后再改" is "change it later", not "from now on".
+            _ZH_START + _ZH_LEAD + r"(?:以后|以後|今后|今後|往后|往後)(?!再|有空|有時間|有时间|可以|可能|会|會)|"
+            r"从现在(?:起|开始)|從現在(?:起|開始)|"
             r"从今(?:以后|往后)|從今(?:以後|往後)",
             STRONG,
             DECISION,
@@ -294,12 +297,12 @@ _CUES: list[tuple[re.Pattern[str], float, str]] = [
             PREFERENCE,
         ),
         (
-            rf"{_LEAD}(?:we|i)\s+(?:use|are using|'re using|have been using|'ve been using)\s+\S.*?\bnot\b",
+            rf"{_LEAD}{_WE_USE}\s+\S.*?\bnot\b",
             MEDIUM,
             PREFERENCE,
         ),
         (
-            rf"{_LEAD}(?:(?:we|i)\s+(?:use|are using|'re using)|use)\s+\S.*?(?:,\s*not\b|\brather than\b|\bover\b)",
+            rf"{_LEAD}(?:{_WE_USE}|use)\s+\S.*?(?:,\s*not\b|\brather than\b|\bover\b)",
             MEDIUM,
             PREFERENCE,
         ),
@@ -335,7 +338,7 @@ _CUES: list[tuple[re.Pattern[str], float, str]] = [
         (r"改用|换成|換成|" + _ZH_START + r"(?:那|那么|那麼)?就用", MEDIUM, DECISION),
         # weaker: bare prohibitions, house conventions
         (rf"{_LEAD}(?:don't|do not)\s+{_NOT_IDIOM}\w+|{_LEAD}avoid\s+\w+|{_LEAD}stop\s+\w+ing\b", WEAK, PREFERENCE),
-        (r"^(?:we|our team|the team)\s+(?:use|uses|are using|'re using)\b", WEAK, PREFERENCE),
+        (rf"^(?:{_WE_USE}|(?:our|the) team\s+uses)\b", WEAK, PREFERENCE),
         (r"\b(?:our|the) (?:convention|rule|standard|style) (?:here )?is\b", WEAK, PREFERENCE),
         (
             _ZH_START + _ZH_LEAD + r"(?:不要|别|別|不准|不许|不許|禁止|避免|尽量|盡量)"
@@ -366,6 +369,12 @@ _HYPOTHETICAL = re.compile(
 _COUNTERFACTUAL = re.compile(
     r"\bif\b.*\b(?:would|could|might)\b|(?:如果|假如|要是|万一|萬一).*(?:会|會|可能)", re.IGNORECASE
 )
+_LOCAL = re.compile(
+    r"\b(?:here(?!'s| is| are)|for now|for this|this time|yet|right now|at the moment|for the moment|"
+    r"in this (?:function|file|case|test|pr|branch|commit|method|class))\b|"
+    r"这里|這裡|这儿|這兒|这次|這次|暂时|暫時|先这样|先這樣|目前先|现在先|現在先",
+    re.IGNORECASE,
+)
 _TENTATIVE = re.compile(
     r"\b(?:maybe|perhaps|possibly|might want to|not sure|wonder(?:ing)?|i guess|probably)\b|"
     r"也许|也許|或许|或許|(?<![尽盡])可能|不确定|不確定|不知道",
@@ -394,7 +403,7 @@ _ZH_FUNCTION = frozenset(
 
 def _has_topic(sentence: str) -> bool:
     """The sentence names something (a tool, a habit, a file) beyond the cue itself."""
-    latin = re.findall(r"[A-Za-z][A-Za-z0-9_.+#/-]*", sentence)
+    latin = re.findall(r"[A-Za-z][\w+#]*(?:[./-][\w+#]+)*", sentence)
     if any(len(w) >= 2 and w.lower() not in STOPWORDS and w.lower() not in _CUE_WORDS for w in latin):
         return True
     chinese = sentence
@@ -417,6 +426,10 @@ def _cue(sentence: str) -> tuple[float, str] | None:
         if pattern.search(masked) and (best is None or (level, _KIND_RANK[kind]) > (best[0], _KIND_RANK[best[1]])):
             best = (level, kind)
     if best is None or not _has_topic(sentence):
+        return None
+    # "Let's use a dict here", "不要动数据库，暂时": a choice for this spot or this moment. Only an
+    # explicit always/never/remember outweighs the scope.
+    if best[0] < STRONG and _LOCAL.search(masked):
         return None
     return best
 
