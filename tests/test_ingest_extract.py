@@ -480,7 +480,7 @@ def test_a_command_run_in_between_is_what_changed() -> None:
     fix = by_key(run(log.session())[0])[f"fix:{failure.id}"]
     assert fix.content == (
         "When `python app.py` fails with `ModuleNotFoundError: No module named 'requests'`, fix: ran "
-        "`pip install requests`; verified by re-running python."
+        "`pip install requests`; verified by re-running python app.py."
     )
 
 
@@ -701,6 +701,8 @@ def test_the_digest_stays_small_in_a_long_session() -> None:
         ("git -C repo commit -m 'x'", "git commit"),
         ("cargo test -p engram | tail -20", "cargo test"),
         ("timeout 60 go test ./...", "go test"),
+        ("python manage.py migrate --noinput", "python manage.py migrate"),
+        ("node scripts/build.js", "node build.js"),
         ("applypatch << 'PATCH'\n*** Begin Patch\n*** Update File: go.mod\n*** End Patch\nPATCH", "applypatch"),
     ],
 )

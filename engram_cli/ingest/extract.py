@@ -500,6 +500,8 @@ _PATH_RUNNERS = _words(
     """pytest jest vitest mocha ava rspec phpunit node deno python ruby perl php tsc mypy pyright eslint prettier
     black flake8 pylint tox unittest ctest behave nose2 playwright cypress bash sh"""
 )
+# Programs that run a script: the script names the command.
+_INTERPRETERS = _words("python node deno ruby perl php bash sh")
 _TEST_PROGRAMS = _words("pytest jest vitest mocha ava rspec phpunit tox unittest ctest behave nose2 playwright")
 _READONLY = _words(
     """ls cat head tail less more grep rg ag ack find fd tree pwd which whereis type wc stat file du df env printenv
@@ -587,6 +589,15 @@ def _segment_signature(words: list[str], depth: int) -> Signature | None:
             return Signature(f"{prog} {script}", f"{prog} run {script}", False, "test" in script)
         key = f"{prog} {sub}".strip()
         return Signature(key, key, False, sub == "test")
+    if prog in _INTERPRETERS and args[:1] in (["-c"], ["-e"]):
+        return Signature(f"{prog} {args[0]}", f"{prog} {args[0]}", False, False)  # inline code: no script name
+    if prog in _INTERPRETERS and nonopt:
+        # `python manage.py migrate` and `python app.py` are different commands: the script (and its
+        # subcommand) is part of what ran.
+        script = re.split(r"[/\\]", nonopt[0])[-1]
+        sub = nonopt[1] if len(nonopt) > 1 and _SUBCOMMAND.match(nonopt[1]) else ""
+        key = f"{prog} {script} {sub}".strip()
+        return Signature(key, key, False, "test" in (sub, script.split(".")[0]))
     if prog in _PATH_RUNNERS:
         return Signature(prog, prog, False, prog in _TEST_PROGRAMS)
     sub = ""
