@@ -253,6 +253,7 @@ def test_bad_entries_are_skipped_and_the_rest_kept(tmp_path: Path) -> None:
     write(api, [
         "not an object",
         {"role": "system", "content": "unknown role"},
+        {"type": "reasoning", "encrypted_content": "gAAAAB...", "id": "rs_1", "summary": []},
         {"role": "user", "content": 42},
         {"role": "user", "content": [7, {"type": "text", "text": ["not", "text"]}, {"type": "video"}]},
         {"role": "assistant", "content": [{"type": "tool_use", "name": "read_file", "input": "not a dict"}]},

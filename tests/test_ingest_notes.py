@@ -155,6 +155,7 @@ def test_empty_note_has_no_records(notes: NotesImporter, tmp_path: Path) -> None
 def test_locate_uses_only_engram_notes_dir(notes: NotesImporter, vault: Path, tmp_path: Path) -> None:
     assert len(notes.locate({"ENGRAM_NOTES_DIR": str(vault)}, tmp_path)) == 4
     assert notes.locate({}, vault) == []
+    assert len(notes.locate({"ENGRAM_NOTES_DIR": "~/vault"}, vault.parent)) == 4
     assert notes.locate({"ENGRAM_NOTES_DIR": str(tmp_path / "missing")}, tmp_path) == []
     assert importer("notes").agent == "notes"
 

@@ -48,6 +48,7 @@ from engram_cli.ingest.base import (
     USER,
     Batch,
     Cursor,
+    Importer,
     Message,
     Session,
     drop_tagged,
@@ -187,6 +188,8 @@ class _Conversation:
             self.batch.skip("not an object", where)
             return
         role, content = entry.get("role"), entry.get("content")
+        if role is None and entry.get("type") == "reasoning":
+            return  # Roo keeps OpenAI reasoning items (encrypted) between the turns
         if role not in (USER, ASSISTANT):
             self.batch.skip("unknown role", where)
             return
@@ -453,7 +456,7 @@ def _task_files(tasks: Path) -> list[Path]:
     return sorted(p for p in tasks.glob(f"*/{API_FILE}") if p.is_file()) if tasks.is_dir() else []
 
 
-@dataclass(frozen=True)
+@dataclass
 class TaskImporter:
     """Reads the task directories of one Cline-family extension (and, for Cline, its SDK sessions)."""
 
@@ -559,7 +562,7 @@ class TaskImporter:
         return batch
 
 
-IMPORTER = TaskImporter(
+IMPORTER: Importer = TaskImporter(
     name="cline",
     agent="cline",
     description="Cline tasks (VS Code globalStorage saoudrizwan.claude-dev, ~/.cline/data)",

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from engram_cli.errors import InvalidInput
-from engram_cli.ingest.base import Batch, Cursor, Session
+from engram_cli.ingest.base import Batch, Cursor, Importer, Session
 from engram_cli.timeutil import parse_time, to_iso
 
 SUFFIXES = (".md", ".markdown", ".txt")
@@ -248,7 +248,10 @@ class NotesImporter:
 
     def locate(self, env: Mapping[str, str], home: Path) -> list[Path]:
         folder = env.get("ENGRAM_NOTES_DIR")
-        return self.files(Path(folder).expanduser()) if folder and Path(folder).expanduser().is_dir() else []
+        if not folder:
+            return []
+        path = home / folder[2:] if folder == "~" or folder.startswith("~/") else Path(folder)
+        return self.files(path) if path.is_dir() else []
 
     def files(self, path: Path) -> list[Path]:
         if path.is_file():
@@ -314,4 +317,4 @@ class NotesImporter:
         return path.name
 
 
-IMPORTER = NotesImporter()
+IMPORTER: Importer = NotesImporter()

@@ -37,7 +37,7 @@ from urllib.parse import quote
 
 import apsw
 
-from engram_cli.ingest.base import ASSISTANT, TOOL, USER, Batch, Cursor, Message, Session, excerpt
+from engram_cli.ingest.base import ASSISTANT, TOOL, USER, Batch, Cursor, Importer, Message, Session, excerpt
 from engram_cli.timeutil import to_iso
 
 SHELL_TOOLS = ("bash",)
@@ -466,7 +466,7 @@ def _is_storage_session(path: Path) -> bool:
     return path.suffix == ".json" and len(path.parents) > 2 and path.parents[1].name == "session"
 
 
-@dataclass(frozen=True)
+@dataclass
 class OpenCodeImporter:
     name: str = "opencode"
     agent: str = "opencode"
@@ -492,4 +492,4 @@ class OpenCodeImporter:
         return _read_database(self.name, path, cursor)
 
 
-IMPORTER = OpenCodeImporter()
+IMPORTER: Importer = OpenCodeImporter()

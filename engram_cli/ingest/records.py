@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from engram_cli.errors import InvalidInput
-from engram_cli.ingest.base import Batch, Cursor, Session, complete_lines, decode
+from engram_cli.ingest.base import Batch, Cursor, Importer, Session, complete_lines, decode
 from engram_cli.memory.model import MEMORY_TYPES
 from engram_cli.timeutil import parse_time
 
@@ -83,7 +83,7 @@ def record_key(obj: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
-@dataclass(frozen=True)
+@dataclass
 class RecordsImporter:
     name: str = "jsonl"
     agent: str = "import"
@@ -145,4 +145,4 @@ class RecordsImporter:
         return batch
 
 
-IMPORTER = RecordsImporter()
+IMPORTER: Importer = RecordsImporter()

@@ -7,9 +7,10 @@ each task directory, which that module reads too. Roo has no ``~/.cline`` data d
 
 from __future__ import annotations
 
+from engram_cli.ingest.base import Importer
 from engram_cli.ingest.cline import ROO_EXTENSION, TaskImporter
 
-IMPORTER = TaskImporter(
+IMPORTER: Importer = TaskImporter(
     name="roo-code",
     agent="roo-code",
     description="Roo Code tasks (VS Code globalStorage rooveterinaryinc.roo-cline)",

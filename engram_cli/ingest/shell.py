@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from engram_cli.ingest.base import SHELL, Batch, Cursor, Message, Session, complete_lines, decode
+from engram_cli.ingest.base import SHELL, Batch, Cursor, Importer, Message, Session, complete_lines, decode
 from engram_cli.timeutil import to_iso
 
 BASH_STAMP = re.compile(r"#(\d{1,12})\s*")
@@ -202,7 +202,7 @@ def _iso(epoch: int) -> str:
     return to_iso(datetime.fromtimestamp(epoch, UTC))
 
 
-@dataclass(frozen=True)
+@dataclass
 class ShellImporter:
     name: str
     agent: str
@@ -304,7 +304,7 @@ class ShellImporter:
         return entries  # no timestamps and no watermark: nothing tells old from new
 
 
-IMPORTERS = {
+IMPORTERS: dict[str, Importer] = {
     "bash": ShellImporter("bash", "bash", "bash history ($HISTFILE or ~/.bash_history)", parse_bash),
     "zsh": ShellImporter("zsh", "zsh", "zsh history ($HISTFILE, ~/.zsh_history, ~/.zhistory)", parse_zsh),
     "fish": ShellImporter("fish", "fish", "fish history (~/.local/share/fish/fish_history)", parse_fish),
