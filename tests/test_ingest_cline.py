@@ -259,10 +259,11 @@ def test_bad_entries_are_skipped_and_the_rest_kept(tmp_path: Path) -> None:
         {"role": "assistant", "content": [{"type": "tool_use", "name": "read_file", "input": "not a dict"}]},
         {"role": "user", "content": "<task>\nstill here\n</task>", "ts": "not a time", "future_field": {"x": 1}},
         {"role": "assistant", "content": "x" * 2_000_000},
+        {"role": "assistant", "content": "<read_file>" + "<a>" * 5000 + "deep"},
     ])  # fmt: skip
     batch = cline.read(api, None)
     assert batch.skipped == {"not an object": 1, "unknown role": 1, "wrong type": 4, "unknown block type": 1}
-    assert [m.text[:10] for m in only(batch).messages] == ["still here", "x" * 10]
+    assert [m.text[:10] for m in only(batch).messages] == ["still here", "x" * 10, "a=<a><a><a"]  # cut at depth 8
 
 
 # -- where the files are ------------------------------------------------------------------------------

@@ -152,12 +152,13 @@ def _render(params: Iterable[tuple[str, Any]]) -> str:
     return excerpt(" ".join(parts))
 
 
-def _leaves(body: str) -> list[tuple[str, str]]:
+def _leaves(body: str, depth: int = 0) -> list[tuple[str, str]]:
     """The innermost ``<name>value</name>`` pairs of an XML tool call (Roo nests read_file's paths)."""
     found: list[tuple[str, str]] = []
     for match in XML_PARAM.finditer(body):
         name, value = match.group(1), match.group(2)
-        inner = _leaves(value) if "<" in value else []
+        # Real calls nest three deep; a text nesting tags without end must not exhaust the stack.
+        inner = _leaves(value, depth + 1) if "<" in value and depth < 8 else []
         found.extend(inner or [(name, value.strip())])
     return found
 

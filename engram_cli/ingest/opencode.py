@@ -293,7 +293,9 @@ def _read_database(name: str, path: Path, cursor: Cursor | None) -> Batch:
         return batch
     try:
         connection.set_busy_timeout(2000)
+        connection.execute("BEGIN")  # one snapshot for all the queries while OpenCode keeps writing
         loaded, marks = _load_database(connection, path, seen, batch)
+        connection.execute("COMMIT")
     except apsw.Error:
         # Corrupt, not a database, or a schema this reader does not know: keep the old cursor.
         batch.skip("unreadable database", str(path))
