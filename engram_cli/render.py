@@ -413,7 +413,8 @@ def ingest_report(report: Any, *, as_json: bool, quiet: bool, verbose: bool) -> 
                     verb = "would update" if m.action == "updated" else "would store"
                     out(f"{verb} {m.type:<10} {m.importance:.2f} [{m.namespace}] {_clip(m.content, 90)}")
         skipped = sum(source.skipped.values())
-        if not (source.changed or skipped or report.dry_run):
+        stored = source.count("created", "new", "merged", "duplicate", "updated")
+        if not (stored or skipped or report.dry_run):
             continue
         parts = [
             f"{source.files} file(s), {source.changed} changed",

@@ -120,12 +120,6 @@ class Importer(Protocol):
         ...
 
 
-def stat_cursor(path: Path, **fields: Any) -> Cursor:
-    """A cursor describing ``path`` as it is now."""
-    st = path.stat()
-    return Cursor(path=str(path), inode=st.st_ino, size=st.st_size, mtime_ns=st.st_mtime_ns, **fields)
-
-
 def complete_lines(path: Path, offset: int, batch: Batch, first_line: int = 0) -> Iterator[tuple[int, int, bytes]]:
     """(line number, end offset, raw line) for each complete line after ``offset``.
 

@@ -320,12 +320,14 @@ class Loader:
             return None
         if cursor is not None and cursor.unchanged(stat):
             return None
-        report.changed += 1
         try:
             batch = imp.read(path, cursor)
         except OSError as exc:
             report.errors.append(f"{path}: cannot read: {exc.strerror or exc}")
             return None
+        if batch.sessions:
+            # A SQLite store is read on every run (its -wal may have changed); it only counts when it had news.
+            report.changed += 1
         report.skipped.update(batch.skipped)
         report.notes.extend(batch.notes)
         planned: list[tuple[Session, str, list[Item], dict[str, Any]]] = []

@@ -261,8 +261,9 @@ class ShellImporter:
             day = at[:10] if at else day_of_file
             session = sessions.get(day)
             if session is None:
+                # The day alone is not unique: two history files of one shell share their days.
                 session = sessions[day] = Session(
-                    source=self.name, key=day, path=str(path), title=f"{self.name} commands on {day}"
+                    source=self.name, key=f"{day}@{path}", path=str(path), title=f"{self.name} commands on {day}"
                 )
             message = Message(role=SHELL, text=entry.command, id=f"L{count}", at=at, command=entry.command)
             session.messages.append(message)
