@@ -189,7 +189,8 @@ def test_noise_is_dropped(synthetic: Session) -> None:
         "Replayed prompt",  # the parent session's lines, replayed on resume
         "Search the repository for clock usages",  # a sub-agent's prompt
         "Full output saved to",
-        "also check the CI config",  # queued-prompt bookkeeping
+        "task-notification",
+        "formatted 1 file",  # hook output
     ):
         assert noise not in everything, noise
 
@@ -201,8 +202,9 @@ def test_what_the_person_said_is_kept_in_order(synthetic: Session) -> None:
         (USER, "Here is the screenshot of the error"),
         (USER, "/review the upload module"),  # `/model opus` is housekeeping
         (SHELL, "git status --short"),
+        (USER, "Also check the CI config"),  # typed while the agent worked: once, though queued and dequeued
     ]
-    shell = synthetic.messages[-1]
+    shell = synthetic.messages[-2]
     assert shell.command == "git status --short"
 
 
@@ -240,7 +242,8 @@ def test_session_metadata(synthetic: Session) -> None:
     assert synthetic.summary == "Pinned the S3 mock clock to fix the flaky upload test"
     assert synthetic.model == "claude-opus-4-5"
     assert synthetic.started_at == "2026-03-02T09:00:07.000000Z"
-    assert len(synthetic.messages) == 17
+    assert synthetic.updated_at == "2026-03-02T09:03:21.000000Z"
+    assert len(synthetic.messages) == 18
 
 
 # -- incremental reading ------------------------------------------------------------------------

@@ -23,6 +23,9 @@ Decisions, and why:
 - **Replays are dropped.** A resumed or forked session starts with a copy of the parent's
   lines, still carrying the parent's ``sessionId``; they belong to the parent's own file.
   A ``uuid`` seen twice is read once.
+- **Prompts typed while the agent works** are written only as a ``queued_command``
+  attachment (the ``queue-operation`` lines repeat the same words as bookkeeping): they
+  are kept as user messages when their ``commandMode`` is ``prompt``.
 - **Summaries must point into this session.** Claude Code writes ``summary`` records into
   whichever file is current, with ``leafUuid`` naming the summarised session's last
   message; a summary is this session's only when that leaf is one of its own lines.
@@ -44,6 +47,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +77,6 @@ _BOOKKEEPING = frozenset(
         "system",
         "file-history-snapshot",
         "queue-operation",
-        "attachment",
         "progress",
         "agent-name",
         "last-prompt",
@@ -135,6 +138,11 @@ class _Record:
     obj: dict[str, Any]
     uuid: str | None
     parent: str | None
+
+    @cached_property
+    def prompt(self) -> bool:
+        """The person said something here (not a tool result, injected text or sub-agent prompt)."""
+        return _is_prompt(self.obj)
 
 
 class ClaudeCodeImporter:
@@ -295,11 +303,11 @@ class _Reader:
 
     def _rewinds_earlier(self, records: list[_Record]) -> bool:
         earlier = set(self.state.get("prompt_parents", []))
-        return any(r.parent in earlier for r in records if _is_prompt(r))
+        return any(r.parent in earlier for r in records if r.prompt)
 
     def _remember_prompts(self, records: list[_Record]) -> None:
         parents: list[str] = list(self.state.get("prompt_parents", []))
-        parents.extend(r.parent for r in records if r.parent and _is_prompt(r))
+        parents.extend(r.parent for r in records if r.parent and r.prompt)
         self.state["prompt_parents"] = parents[-2000:]
 
     # -- records -------------------------------------------------------------------------------
@@ -326,6 +334,8 @@ class _Reader:
                 self.changed = True
         elif kind in ("custom-title", "ai-title"):
             self._title(obj, own, custom=kind == "custom-title")
+        elif kind == "attachment":
+            self._queued(record, at)
         elif isinstance(kind, str) and kind in _BOOKKEEPING:
             return
         else:
@@ -370,6 +380,27 @@ class _Reader:
                 self.messages.append(Message(role=role, text=text, id=ident, at=at, command=command))
         for index, block in enumerate(results):
             self._result(block, f"{ident}#{index}" if index else ident, at)
+
+    def _queued(self, record: _Record, at: str | None) -> None:
+        """A prompt typed while the agent was busy: it is recorded only as a queued-command attachment."""
+        attachment = record.obj.get("attachment")
+        if not isinstance(attachment, dict) or attachment.get("type") != "queued_command":
+            return  # hook output, file deltas and the like
+        origin = attachment.get("origin")
+        if attachment.get("commandMode", "prompt") != "prompt" or (
+            isinstance(origin, dict) and origin.get("kind", "human") != "human"
+        ):
+            return  # a task notification or another agent, not the person
+        blocks = _blocks(attachment.get("prompt"))
+        texts = [b["text"] for b in blocks or [] if b.get("type") == "text" and isinstance(b.get("text"), str)]
+        spoken = _user_text("\n\n".join(texts)) if texts else None
+        if spoken is not None:
+            self._context(record.obj, at)
+            role, text = spoken
+            ident = record.uuid or f"L{record.lineno}"
+            self.messages.append(
+                Message(role=role, text=text, id=ident, at=at, command=text if role == SHELL else None)
+            )
 
     def _result(self, block: dict[str, Any], ident: str, at: str | None) -> None:
         tools: dict[str, str] = self.state.setdefault("tools", {})
@@ -460,7 +491,7 @@ def _abandoned(records: list[_Record]) -> set[str]:
     """Uuids on branches a rewind left behind: of sibling prompts, all but the one that goes on furthest."""
     siblings: dict[str, list[str]] = {}
     for record in records:
-        if record.parent and record.uuid and _is_prompt(record):
+        if record.parent and record.uuid and record.prompt:
             siblings.setdefault(record.parent, []).append(record.uuid)
     forks = {parent: kids for parent, kids in siblings.items() if len(kids) > 1}
     if not forks:
@@ -482,9 +513,8 @@ def _abandoned(records: list[_Record]) -> set[str]:
     return dropped
 
 
-def _is_prompt(record: _Record) -> bool:
-    """A line where the person said something (not a tool result, injected text or sub-agent prompt)."""
-    obj = record.obj
+def _is_prompt(obj: dict[str, Any]) -> bool:
+    """A ``user`` line with words of the person's: rewinds are told apart by these, never by tool results."""
     if obj.get("type") != "user" or obj.get("isMeta") is True or obj.get("isCompactSummary") is True:
         return False
     message = obj.get("message")
