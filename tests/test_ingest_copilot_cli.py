@@ -201,6 +201,24 @@ def test_failed_tools_are_marked(log: Path) -> None:
     assert session.project == "/home/dev/api" and session.key == SESSION_ID
 
 
+def test_a_sub_agents_own_events_are_left_to_its_parent_call(log: Path) -> None:
+    sub = {"parentToolCallId": "t1"}
+    write(
+        log,
+        start(),
+        event(
+            "tool.execution_start", {"toolCallId": "t1", "toolName": "task", "arguments": {"prompt": "Survey"}}, "e1"
+        ),
+        event("assistant.message", {"messageId": "m9", "content": "Looking around.", "toolRequests": [], **sub}, "e2"),
+        event(
+            "tool.execution_start", {"toolCallId": "t2", "toolName": "grep", "arguments": {"pattern": "x"}, **sub}, "e3"
+        ),
+        event("tool.execution_complete", {"toolCallId": "t1", "success": True, "result": {"content": "Report."}}, "e4"),
+    )
+    session = only_session(copilot.read(log, None))
+    assert [(m.tool, m.text) for m in session.messages] == [("task", "prompt=Survey"), ("task", "Report.")]
+
+
 # -- incremental reading ------------------------------------------------------------------------
 
 

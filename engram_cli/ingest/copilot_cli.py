@@ -12,7 +12,9 @@ Two layouts, one session per file (key: the session id):
   with N ≠ 0). ``session.start`` gives the working directory, ``session.model_change`` the
   model, and ``session.task_complete`` the agent's own summary. The ``report_intent`` and
   ``task_complete`` tools are status reports, not work; system prompts, reasoning,
-  ephemeral (streaming) events and empty user messages (autopilot nudges) are dropped.
+  ephemeral (streaming) events and empty user messages (autopilot nudges) are dropped, and
+  so are events carrying a ``parentToolCallId`` (a sub-agent's own messages, assumed from
+  third-party parsers: the sample has none), whose result reaches the parent's tool call.
 - the legacy ``history-session-state/*.json`` dump ``{sessionId, startTime, chatMessages,
   timeline}``: rewritten whole, so re-read, and only timeline entries past the ones
   already returned are new, as long as those are unchanged (else the whole session again,
@@ -177,6 +179,8 @@ class _Events:
         if not isinstance(data, dict):
             self.batch.skip("wrong type in event data", where)
             return
+        if isinstance(data.get("parentToolCallId"), str) and data["parentToolCallId"]:
+            return  # a sub-agent's work, reported back through its parent's tool call (as for Claude Code)
         ident = event.get("id") if isinstance(event.get("id"), str) and event.get("id") else f"L{lineno}"
         at = _iso(event.get("timestamp"))
         _moment(self.state, at)
