@@ -398,18 +398,34 @@ JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
     max_leaves=12,
 )
+# Shapes of the real records, with any JSON value (of any type) where a leaf is expected.
+WORDS = st.sampled_from(["hi", "", "<command-name>/x</command-name>", "<bash-input>ls</bash-input>", "u1"]) | JSON
+BLOCK = st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "tool_use", "tool_result", "thinking", "image"]) | JSON},
+    optional={k: WORDS for k in ("text", "id", "name", "input", "content", "is_error", "tool_use_id")},
+)
+MESSAGE = st.fixed_dictionaries(
+    {}, optional={"id": WORDS, "model": WORDS, "content": WORDS | st.lists(BLOCK, max_size=3)}
+)
+ATTACHMENT = st.fixed_dictionaries(
+    {"type": st.just("queued_command") | JSON}, optional={"prompt": WORDS, "commandMode": WORDS, "origin": JSON}
+)
 FIELDS = st.fixed_dictionaries(
-    {"type": st.sampled_from(["user", "assistant", "summary", "system", "ai-title", "x"])},
+    {"type": st.sampled_from(["user", "assistant", "summary", "system", "ai-title", "attachment", "x"]) | JSON},
     optional={
-        "message": JSON,
+        "message": MESSAGE | JSON,
+        "attachment": ATTACHMENT | JSON,
+        "isSidechain": JSON,
+        "isCompactSummary": JSON,
         "uuid": JSON,
         "parentUuid": JSON,
         "sessionId": JSON,
         "isMeta": JSON,
         "timestamp": JSON,
         "leafUuid": JSON,
-        "summary": JSON,
+        "summary": st.text(min_size=1, max_size=5) | JSON,
         "aiTitle": JSON,
+        "customTitle": JSON,
     },
 )
 

@@ -386,10 +386,28 @@ PAYLOAD = st.recursive(
 )
 RECORD = st.fixed_dictionaries(
     {
-        "type": st.sampled_from(["session_meta", "turn_context", "response_item", "event_msg", "compacted", "x"]),
+        "type": st.sampled_from(["session_meta", "turn_context", "response_item", "event_msg", "compacted", "x"])
+        | PAYLOAD,
         "payload": st.fixed_dictionaries(
-            {"type": st.sampled_from(["message", "function_call", "function_call_output", "patch_apply_end", "y"])},
-            optional={"role": PAYLOAD, "content": PAYLOAD, "arguments": PAYLOAD, "output": PAYLOAD, "call_id": PAYLOAD},
+            {
+                "type": st.sampled_from(["message", "function_call", "function_call_output", "patch_apply_end", "y"])
+                | PAYLOAD
+            },
+            optional={
+                "role": st.sampled_from(["user", "assistant"]) | PAYLOAD,
+                "content": st.lists(st.fixed_dictionaries({}, optional={"type": PAYLOAD, "text": PAYLOAD}), max_size=3)
+                | PAYLOAD,
+                "name": st.sampled_from(["shell", "exec_command", "apply_patch"]) | PAYLOAD,
+                "arguments": st.sampled_from(['{"command":["bash","-lc","ls"]}', '{"cmd":5}']) | PAYLOAD,
+                "output": st.sampled_from(['{"output":"x","metadata":{"exit_code":"1"}}', "Exit code: 9"]) | PAYLOAD,
+                "call_id": PAYLOAD,
+                "action": PAYLOAD,
+                "success": PAYLOAD,
+                "stdout": PAYLOAD,
+                "id": PAYLOAD,
+                "cwd": PAYLOAD,
+                "model": PAYLOAD,
+            },
         )
         | PAYLOAD,
     },
@@ -398,7 +416,14 @@ RECORD = st.fixed_dictionaries(
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(chunks=st.lists(st.binary(max_size=200) | RECORD.map(lambda d: json.dumps(d).encode() + b"\n"), max_size=8))
+@given(
+    chunks=st.lists(
+        st.binary(max_size=200)
+        | RECORD.map(lambda d: json.dumps(d).encode() + b"\n")
+        | RECORD.map(lambda d: json.dumps(d["payload"]).encode() + b"\n"),  # early flat format: bare items
+        max_size=8,
+    )
+)
 def test_arbitrary_input_never_raises(chunks: list[bytes], tmp_path: Path) -> None:
     path = tmp_path / f"rollout-{SESSION_ID}.jsonl"
     path.write_bytes(b"".join(chunks))

@@ -371,12 +371,22 @@ EVENT = st.fixed_dictionaries(
                 "tool.execution_complete",
                 "x",
             ]
-        ),
+        )
+        | VALUE,
         "data": st.fixed_dictionaries(
             {},
             optional={
                 "content": VALUE,
-                "toolRequests": VALUE,
+                "toolRequests": st.lists(
+                    st.fixed_dictionaries({}, optional={"toolCallId": VALUE, "name": VALUE, "arguments": VALUE}),
+                    max_size=3,
+                )
+                | VALUE,
+                "messageId": VALUE,
+                "error": VALUE,
+                "summary": VALUE,
+                "newModel": VALUE,
+                "parentToolCallId": VALUE,
                 "toolCallId": VALUE,
                 "toolName": VALUE,
                 "arguments": VALUE,
@@ -391,6 +401,14 @@ EVENT = st.fixed_dictionaries(
 )
 
 
+def json_object(chunk: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(chunk)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(chunks=st.lists(st.binary(max_size=200) | EVENT.map(lambda d: json.dumps(d).encode() + b"\n"), max_size=8))
 def test_arbitrary_input_never_raises(chunks: list[bytes], tmp_path: Path) -> None:
@@ -402,6 +420,13 @@ def test_arbitrary_input_never_raises(chunks: list[bytes], tmp_path: Path) -> No
     copilot.read(path, first.cursor)
     legacy = tmp_path / "legacy.json"
     legacy.write_bytes(b"".join(chunks))
+    copilot.read(legacy, None)
+    # The same values as a legacy dump's timeline (behind a real prompt, so it is read) and as chat messages.
+    entries = [e for e in map(json_object, chunks) if e is not None]
+    legacy.write_text(json.dumps({"sessionId": "s", "timeline": [{"type": "user", "text": "hi"}, *entries]}))
+    copilot.read(legacy, None)
+    chat = [e.get("data") for e in entries]
+    legacy.write_text(json.dumps({"sessionId": "s", "timeline": [], "chatMessages": chat}))
     copilot.read(legacy, None)
 
 

@@ -329,7 +329,8 @@ class _Reader:
                 self._assistant(record, message, at, where)
         elif kind == "summary":
             leaf, summary = obj.get("leafUuid"), obj.get("summary")
-            if isinstance(summary, str) and summary.strip() and (leaf in uuids or leaf == self.state.get("last_uuid")):
+            ours = isinstance(leaf, str) and (leaf in uuids or leaf == self.state.get("last_uuid"))
+            if ours and isinstance(summary, str) and summary.strip():
                 self.state["summary"] = summary.strip()
                 self.changed = True
         elif kind in ("custom-title", "ai-title"):

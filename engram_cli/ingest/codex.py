@@ -185,7 +185,7 @@ class _Session:
     def item(self, payload: dict[str, Any], ident: str, at: str | None, where: str) -> None:
         """One response item (a message, a tool call or its output)."""
         self.moment(at)
-        kind = payload.get("type")
+        kind = _kind(payload)
         if kind == "message":
             self._message(payload, ident, at, where)
         elif kind in ("function_call", "custom_tool_call", "local_shell_call", "web_search_call"):
@@ -337,7 +337,7 @@ class _Lines:
             self._envelope(obj, ident, where)
         elif "record_type" in obj:
             return  # early format's state snapshots
-        elif obj.get("type") in _ITEMS:
+        elif _kind(obj) in _ITEMS:
             item_id = obj.get("id")
             self.parser.item(obj, item_id if isinstance(item_id, str) and item_id else ident, None, where)
         elif "id" in obj and "timestamp" in obj and "type" not in obj:
@@ -346,7 +346,7 @@ class _Lines:
             self.batch.skip("unknown record type", where)
 
     def _envelope(self, obj: dict[str, Any], ident: str, where: str) -> None:
-        kind, payload = obj.get("type"), obj.get("payload")
+        kind, payload = _kind(obj), obj.get("payload")
         at = _iso(obj.get("timestamp"))
         if not isinstance(payload, dict):
             self.batch.skip("wrong type in payload", where)
@@ -410,6 +410,12 @@ def _read_whole(path: Path, stat: Any, fresh: Cursor, cursor: Cursor | None) -> 
     if parser.messages or restart:
         batch.sessions.append(parser.session(restart))
     return batch
+
+
+def _kind(record: dict[str, Any]) -> str | None:
+    """A record's ``type`` when it is a string (anything else is no type at all)."""
+    kind = record.get("type")
+    return kind if isinstance(kind, str) else None
 
 
 def _digest(canonical: list[str]) -> str:

@@ -339,7 +339,7 @@ def _read_legacy(path: Path, stat: Any, fresh: Cursor, cursor: Cursor | None) ->
 
 def _timeline(entry: dict[str, Any], index: int, batch: Batch, where: str) -> list[Message]:
     """Messages of one legacy timeline entry."""
-    kind = entry.get("type")
+    kind = entry.get("type") if isinstance(entry.get("type"), str) else None
     ident = entry.get("id") if isinstance(entry.get("id"), str) and entry.get("id") else str(index)
     at = _iso(entry.get("timestamp"))
     text = entry.get("text")
