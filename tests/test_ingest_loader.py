@@ -35,7 +35,7 @@ def _session(cwd: str) -> list[str]:
             "user",
             "u2",
             "2026-11-02T09:01:00.000Z",
-            f"The staging key is aws_secret_access_key = {AWS_SECRET} so use that",
+            f"Remember that the staging key is aws_secret_access_key = {AWS_SECRET} for deploys.",
             cwd,
         ),
         _line("assistant", "a2", "2026-11-02T09:01:05.000Z", [{"type": "text", "text": "I will use it."}], cwd),
