@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engram_cli.ingest import importer
 from engram_cli.ingest.base import ASSISTANT, TOOL, TOOL_EXCERPT, USER, Batch, Message, Session
@@ -315,3 +318,32 @@ def test_files_under_a_path(tmp_path: Path) -> None:
     assert cline.files(task / API_FILE) == [task / API_FILE]
     assert cline.files(task / "task_metadata.json") == []
     assert len(roo.files(SAMPLES)) == 3
+
+
+# -- fuzzing -------------------------------------------------------------------------------------
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=25,
+)
+_MESSAGE = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "system", 3]), "content": _JSON | st.text(max_size=80)},
+    optional={"ts": _JSON},
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.lists(_MESSAGE, max_size=6) | _JSON, raw=st.binary(max_size=64))
+def test_arbitrary_task_files_never_raise(data: Any, raw: bytes) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        task = Path(tmp) / "tasks" / "t-1"
+        task.mkdir(parents=True)
+        api = task / API_FILE
+        api.write_text(json.dumps(data), encoding="utf-8")
+        (task / "ui_messages.json").write_bytes(raw)
+        for imp in (cline, roo):
+            batch = imp.read(api, None)
+            assert isinstance(batch, Batch)
+            batch = imp.read(api, batch.cursor)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import apsw
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engram_cli.ingest import importer
 from engram_cli.ingest.base import ASSISTANT, TOOL, TOOL_EXCERPT, USER, Batch, Session
@@ -308,3 +311,31 @@ def test_files_under_a_path(tmp_path: Path, store: Store) -> None:
     assert [p.stem for p in opencode.files(LEGACY)] == [LEGACY_SESSION]
     assert [p.stem for p in opencode.files(LEGACY.parent)] == [LEGACY_SESSION]
     assert opencode.files(LEGACY / "project" / "4b0ea68d7af9a6031a7ffda7ad66e0cb83315750.json") == []
+
+
+# -- fuzzing -------------------------------------------------------------------------------------
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(session=_JSON, message=_JSON, part=_JSON, junk=st.binary(max_size=200))
+def test_arbitrary_legacy_files_and_corrupt_databases_never_raise(
+    session: Any, message: Any, part: Any, junk: bytes
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        storage = Path(tmp) / "opencode" / "storage"
+        for sub, value in (("session/p1/ses_1.json", session), ("message/ses_1/msg_1.json", message),
+                           ("part/msg_1/prt_1.json", part)):  # fmt: skip
+            target = storage / sub
+            target.parent.mkdir(parents=True)
+            target.write_text(json.dumps(value), encoding="utf-8")
+        assert isinstance(opencode.read(storage / "session" / "p1" / "ses_1.json", None), Batch)
+        db = Path(tmp) / "opencode" / "opencode.db"
+        db.write_bytes(b"SQLite format 3\x00" + junk)
+        assert isinstance(opencode.read(db, None), Batch)
