@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -16,6 +17,7 @@ from engram_cli.errors import EngramError, InvalidInput, ModelError
 from engram_cli.memory import audit as auditmod
 from engram_cli.memory import compact as compactmod
 from engram_cli.memory import decay as decaymod
+from engram_cli.memory import evaluation as evalmod
 from engram_cli.memory import manage, remember, transfer
 from engram_cli.memory import reembed as reembedmod
 from engram_cli.memory import repair as repairmod
@@ -221,9 +223,18 @@ class Engram:
             session=session,
         )
 
+    def recall_settings(self) -> RecallSettings:
+        cfg = self.config
+        return RecallSettings(
+            candidates=int(cfg.get("recall.candidates")),
+            rrf_k=int(cfg.get("recall.rrf_k")),
+            vector_weight=float(cfg.get("recall.vector_weight")),
+            keyword_weight=float(cfg.get("recall.keyword_weight")),
+        )
+
     def recall(
         self, query: str, k: int | None = None, namespace: str | Sequence[str] | None = None, *,
-        bump: bool | None = None, **filters: Any,
+        bump: bool | None = None, settings: RecallSettings | None = None, **filters: Any,
     ) -> list[Hit]:  # fmt: skip
         """The best memories for ``query``: filtered first, then ranked by relevance x importance x decay."""
         flt = filters.pop("filters", None) or self.filters(namespace=namespace, **filters)
@@ -238,12 +249,7 @@ class Engram:
             k=int(k if k is not None else cfg.get("recall.k")),
             filters=flt,
             embed_query=embed_query,
-            settings=RecallSettings(
-                candidates=int(cfg.get("recall.candidates")),
-                rrf_k=int(cfg.get("recall.rrf_k")),
-                vector_weight=float(cfg.get("recall.vector_weight")),
-                keyword_weight=float(cfg.get("recall.keyword_weight")),
-            ),
+            settings=settings or self.recall_settings(),
             bump=bool(cfg.get("recall.bump")) if bump is None else bump,
         )
 
@@ -416,6 +422,65 @@ class Engram:
         from engram_cli.ingest import loader
 
         return loader.listing(self)
+
+    @classmethod
+    def open_dataset(
+        cls, directory: str | os.PathLike[str], *, paths: configmod.Paths | None = None, rebuild: bool = False
+    ) -> tuple[Engram, builtins.list[evalmod.Query]]:
+        """A database holding a dataset's memories (built once, cached by content), and its queries.
+
+        Merging and supersession are off while loading, so every record stays the memory its
+        queries point at.
+        """
+        import hashlib
+
+        from engram_cli.store.migrations import MIGRATIONS
+
+        paths = paths or configmod.Paths.resolve()
+        cfg = configmod.load(paths)
+        memory_files, query_files = evalmod.dataset_files(directory)
+        queries = [q for f in query_files for q in evalmod.parse_queries(f.read_text(encoding="utf-8").splitlines())]
+        digest = hashlib.sha256()
+        for part in (str(evalmod.DATASET_VERSION), str(max(m.id for m in MIGRATIONS)), str(cfg.get("model"))):
+            digest.update(part.encode())
+        for f in memory_files:
+            digest.update(f.read_bytes())
+        target = paths.cache_dir / "eval" / f"{digest.hexdigest()[:24]}.db"
+        if rebuild or not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            building = target.with_suffix(".building.db")
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(building) + suffix).unlink(missing_ok=True)
+            with cls.open(config=cfg, paths=replace(paths, db_explicit=building)) as mem:
+                mem.config.values["supersede"]["enabled"] = False
+                mem.add_many(evalmod.dataset_records(memory_files), no_merge=True)
+                mem.store.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            os.replace(building, target)
+        return cls.open(config=cfg, paths=replace(paths, db_explicit=target)), queries
+
+    def evaluate(
+        self, queries: Sequence[evalmod.Query], *, ks: Sequence[int] = (1, 5, 10), mode: str = "hybrid"
+    ) -> evalmod.EvalReport:
+        """Score recall on labelled queries (``mode``: hybrid = engram's recall, bm25 or dense alone)."""
+        base = self.recall_settings()
+        modes = {
+            "hybrid": base,
+            "bm25": replace(base, vector_weight=0.0, keyword_weight=1.0, weigh=False),
+            "dense": replace(base, vector_weight=1.0, keyword_weight=0.0, weigh=False),
+        }
+        if mode not in modes:
+            raise InvalidInput(f"unknown mode {mode!r}", hint=f"use one of: {', '.join(modes)}")
+        settings = modes[mode]
+
+        def search(query: evalmod.Query, depth: int) -> builtins.list[Memory]:
+            try:
+                flt = self.filters(namespace=query.namespace, all_namespaces=query.namespace is None, **query.filters)
+            except TypeError as exc:
+                raise InvalidInput(f"line {query.line}: unknown filter in 'filters': {exc}") from exc
+            hits = self.recall(query.text, k=depth, bump=False, settings=settings, filters=flt)
+            return [h.memory for h in hits]
+
+        return evalmod.run(queries, search, ks=ks, mode=mode)
 
     def touch(self, ref: str | Sequence[str]) -> builtins.list[Memory]:
         """Remember again: access +1, decay back to 1.0, archived memories restored."""

@@ -469,6 +469,44 @@ def _size(n: int) -> str:
     return f"{size:.0f} GB"
 
 
+def eval_reports(reports: Sequence[Any], *, as_json: bool, per_query: bool) -> None:
+    """One row per mode (overall), then the per-group rows of each mode."""
+    if as_json:
+        data = [r.to_dict(per_query=per_query) for r in reports]
+        json_out(data[0] if len(data) == 1 else data)
+        return
+    from rich.table import Table
+
+    ks = reports[0].ks
+    table = Table(box=None, pad_edge=False)
+    for column in (
+        "mode",
+        "group",
+        "n",
+        *(f"R@{k}" for k in ks),
+        "MRR",
+        "nDCG@10",
+        f"interf@{ks[-1]}",
+        "p50 ms",
+        "p95 ms",
+    ):
+        table.add_column(column, justify="left" if column in ("mode", "group") else "right")
+
+    def row(mode: str, group: str, s: Any, latency: dict[str, float] | None) -> None:
+        times = [f"{latency['p50']:.1f}", f"{latency['p95']:.1f}"] if latency else ["", ""]
+        table.add_row(
+            mode, group, str(s.queries), *(f"{s.recall[k]:.3f}" for k in ks), f"{s.mrr:.3f}", f"{s.ndcg:.3f}",
+            f"{s.interference[ks[-1]]:.3f}", *times,
+        )  # fmt: skip
+
+    for r in reports:
+        row(r.mode, "all", r.overall, r.latency_ms)
+    for r in reports:
+        for name, scores in sorted(r.groups.items()):
+            row(r.mode, name, scores, None)
+    _console().print(table)
+
+
 def events(items: Sequence[Event], *, as_json: bool) -> None:
     if as_json:
         json_out([e.to_dict() for e in items])

@@ -68,13 +68,14 @@ def root(
 
 
 def _register() -> None:
-    from engram_cli.cli import hooks, ingest, lifecycle, maintenance, memories, system
+    from engram_cli.cli import evaluate, hooks, ingest, lifecycle, maintenance, memories, system
 
     memories.register(app)
     lifecycle.register(app)
     maintenance.register(app)
     ingest.register(app)
     hooks.register(app)
+    evaluate.register(app)
     system.register(app)
 
 

@@ -103,8 +103,10 @@ class Filters:
 class RecallSettings:
     candidates: int = 50
     rrf_k: int = 10
-    vector_weight: float = 1.0
-    keyword_weight: float = 1.0
+    vector_weight: float = 1.0  # 0 leaves the vector retriever out entirely
+    keyword_weight: float = 1.0  # 0 leaves the keyword retriever out entirely
+    # False ranks by relevance alone (the baselines of `engram eval`), without importance x decay.
+    weigh: bool = True
 
 
 @dataclass
@@ -219,13 +221,13 @@ def recall(
             )
         ]
         vector_lists: dict[str, list[tuple[int, float]]] = {}
-        for model_id in models:
+        for model_id in models if settings.vector_weight > 0 else []:
             table = vectors.table_for(store, model_id)
             if table is None:
                 continue
             qvec = embed_query(model_id, query)
             vector_lists[model_id] = _vector_candidates(store, table, model_id, qvec, filters, where, params, want)
-        keyword = _keyword_candidates(store, query, where, params, want)
+        keyword = _keyword_candidates(store, query, where, params, want) if settings.keyword_weight > 0 else []
 
     fused: dict[int, dict[str, Any]] = {}
     for model_id, hits in vector_lists.items():
@@ -253,7 +255,7 @@ def recall(
             rrf += wk / (settings.rrf_k + parts["keyword"]["rank"])
         relevance = rrf / best if best else 0.0
         factor = IMPORTANCE_BASE + memory.importance
-        score = relevance * factor * memory.decay_score
+        score = relevance * factor * memory.decay_score if settings.weigh else relevance
         explain = {
             "vector": parts.get("vector"),
             "keyword": parts.get("keyword"),
