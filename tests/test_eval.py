@@ -126,3 +126,23 @@ def test_eval_usage_errors(cli: Any, tmp_path: Path) -> None:
     missing = cli("eval", "--dataset", str(tmp_path), ok=False)
     assert missing.exit_code == 1 and "no *memories.jsonl" in missing.stderr
     assert cli("eval", "--dataset", str(tmp_path), "--mode", "magic", ok=False).exit_code == 2
+
+
+def test_short_turns_get_their_neighbours_as_context() -> None:
+    records = [
+        {"content": "Did you pick the blue or the red sofa in the end?", "metadata": {"session": 1, "turn": 1}},
+        {"content": "the blue one", "metadata": {"session": 1, "turn": 2}},
+        {"content": "Nice, it will suit the living room really well I think.", "metadata": {"session": 1, "turn": 3}},
+        {"content": "ok", "metadata": {"session": 2, "turn": 1}},
+    ]
+    evaluation.add_turn_context(records)
+    assert records[1]["metadata"]["context"].startswith("Did you pick the blue or the red sofa")
+    assert "living room" in records[1]["metadata"]["context"]
+    assert "context" not in records[0]["metadata"]  # long enough on its own
+    assert "context" not in records[3]["metadata"]  # nothing around it in its session
+
+
+def test_context_is_searchable_but_not_content(engram: Any) -> None:
+    memory = engram.add("the blue one", metadata={"context": "Did you pick the blue or the red sofa?"}).memory
+    hit = engram.recall("which sofa colour", k=1)[0]
+    assert hit.memory.id == memory.id and hit.memory.content == "the blue one"

@@ -284,4 +284,36 @@ def dataset_records(paths: Sequence[Any]) -> list[dict[str, Any]]:
                 metadata["eval_id"] = str(raw["id"])
             record["metadata"] = metadata
             out.append(record)
+    add_turn_context(out)
     return out
+
+
+# A chat turn this short ("yes, the blue one", "对，就是那家") says little on its own.
+SHORT_TURN = 40  # about characters: a CJK character counts as four (estimate_tokens x 4)
+
+
+def _weight(text: str) -> int:
+    from engram_cli.text import estimate_tokens
+
+    return estimate_tokens(text) * 4
+
+
+def add_turn_context(records: list[dict[str, Any]]) -> None:
+    """Give short chat turns the turns around them as context (embedded and indexed, not shown).
+
+    Applies to records whose metadata names a ``session`` and a ``turn`` (and optionally a
+    ``conversation``), the shape a chat log takes when each turn is a memory.
+    """
+    sessions: dict[tuple[Any, Any], list[tuple[int, dict[str, Any]]]] = {}
+    for record in records:
+        meta = record["metadata"]
+        if isinstance(meta.get("turn"), int) and meta.get("session") is not None:
+            sessions.setdefault((meta.get("conversation"), meta["session"]), []).append((meta["turn"], record))
+    for turns in sessions.values():
+        turns.sort(key=lambda t: t[0])
+        for i, (_, record) in enumerate(turns):
+            if _weight(record["content"]) >= SHORT_TURN or "context" in record["metadata"]:
+                continue
+            around = [turns[j][1]["content"] for j in (i - 1, i + 1) if 0 <= j < len(turns)]
+            if around:
+                record["metadata"]["context"] = " ".join(around)

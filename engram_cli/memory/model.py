@@ -12,6 +12,19 @@ DEFAULT_TYPE = "semantic"
 DEFAULT_IMPORTANCE = 0.5
 HIGH_IMPORTANCE = 0.8
 
+# Metadata key for text that explains a memory but is not part of it (the turns around a
+# short chat message): embedded and keyword-indexed with it, never shown as its content.
+CONTEXT_KEY = "context"
+
+
+def passage_text(content: str, metadata: dict[str, Any] | None) -> str:
+    """The text a memory's vector is made from: its content, then its context when it has one."""
+    context = (metadata or {}).get(CONTEXT_KEY)
+    if isinstance(context, str) and context.strip():
+        return f"{content}\n{context.strip()}"
+    return content
+
+
 # Columns read for a Memory, in the order Memory.from_row expects.
 MEMORY_COLUMNS = (
     "pk, id, namespace, agent_id, session_id, memory_type, content, summary, content_hash, "

@@ -9,6 +9,7 @@ row is left on another model, the target becomes the database's active model.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ import numpy as np
 
 from engram_cli.errors import InvalidInput
 from engram_cli.memory import records
+from engram_cli.memory.model import passage_text
 from engram_cli.store import vectors
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now
@@ -68,17 +70,17 @@ def run(
     done = 0
     while done < goal:
         rows = store.rows(
-            "SELECT pk, id, content, embedding_model, namespace, status, memory_type, agent_id FROM memories "
+            "SELECT pk, id, content, embedding_model, namespace, status, memory_type, agent_id, metadata FROM memories "
             "WHERE embedding_model IS NOT ? OR embedding_model IS NULL ORDER BY pk LIMIT ?",
             (model_id, min(batch, goal - done)),
         )
         if not rows:
             break
-        matrix = embed([r[2] for r in rows])
+        matrix = embed([passage_text(r[2], json.loads(r[8])) for r in rows])
         at = iso_now()
         with store.write():
             for row, vector in zip(rows, matrix, strict=True):
-                pk, memory_id, _, old_model, namespace, status, mtype, agent = row
+                pk, memory_id, _, old_model, namespace, status, mtype, agent, _ = row
                 if old_model:
                     old_table = vectors.table_for(store, old_model)
                     if old_table:

@@ -21,6 +21,7 @@ from engram_cli.memory.model import (
     AddResult,
     Memory,
     Source,
+    passage_text,
 )
 from engram_cli.memory.similarity import SUPERSEDE_MARGIN, merge_decision, supersedes
 from engram_cli.store import vectors
@@ -216,7 +217,7 @@ class Writer:
         need: dict[str, int] = {}
         for item in items:
             if self._existing(item) is None:
-                need.setdefault(item.content, len(need))
+                need.setdefault(passage_text(item.content, item.metadata), len(need))
         texts = list(need)
         matrix = self.embed(texts) if texts else np.zeros((0, self.dim), dtype=np.float32)
         table = vectors.ensure_table(self.store, self.model_id, self.dim)
@@ -238,7 +239,8 @@ class Writer:
             self._fold(memory, item, None, similarity=1.0, table=table, at=now)
             return AddResult("duplicate", records.load(self.store, existing), similarity=1.0)
         # Not in the batch: it existed when the batch was embedded and was purged since.
-        vector = matrix[rows[item.content]] if item.content in rows else self.embed([item.content])[0]
+        text = passage_text(item.content, item.metadata)
+        vector = matrix[rows[text]] if text in rows else self.embed([text])[0]
         kept_apart: tuple[str, float, list[str]] | None = None
         replaced: list[tuple[Memory, str]] = []
         if item.supersedes is not None:

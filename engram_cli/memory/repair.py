@@ -26,7 +26,7 @@ from engram_cli import redact as redactmod
 from engram_cli import text as textmod
 from engram_cli.errors import ModelError
 from engram_cli.memory import records
-from engram_cli.memory.model import Memory
+from engram_cli.memory.model import Memory, passage_text
 from engram_cli.memory.remember import chunked
 from engram_cli.store import vectors
 from engram_cli.store.db import Store
@@ -166,7 +166,8 @@ class Repairer:
             if "content" in changes:
                 memory.content = content
                 model_id, embed, dim = self.model_for(memory.embedding_model)
-                self.put_vector(memory, np.asarray(embed([content]), dtype=np.float32)[0], model_id, dim)
+                text = passage_text(content, memory.metadata)
+                self.put_vector(memory, np.asarray(embed([text]), dtype=np.float32)[0], model_id, dim)
             self._redaction_event(memory.id, kinds, fields, None)
             self.redacted_ids.add(memory.id)
             return kinds
@@ -337,7 +338,7 @@ class Repairer:
                 by_model[self.model_for(memory.embedding_model)[0]].append(memory)
             for batch in by_model.values():
                 model_id, embed, dim = self.model_for(batch[0].embedding_model)
-                matrix = np.asarray(embed([m.content for m in batch]), dtype=np.float32)
+                matrix = np.asarray(embed([passage_text(m.content, m.metadata) for m in batch]), dtype=np.float32)
                 with self.store.write():
                     for memory, vector in zip(batch, matrix, strict=True):
                         current = records.load_many(self.store, [memory.pk]).get(memory.pk)
