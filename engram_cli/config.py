@@ -40,6 +40,8 @@ DEFAULTS: dict[str, Any] = {
         "vector_weight": 1.0,
         "keyword_weight": 1.0,
         "bump": True,
+        # Move near-copies (cosine >= the merge threshold) of a better hit behind the distinct ones.
+        "diversify": True,
     },
     # Days for a memory's decay score to halve without being accessed: working memory
     # fades fastest, episodes next, facts and procedures slowest.

@@ -107,6 +107,9 @@ class RecallSettings:
     keyword_weight: float = 1.0  # 0 leaves the keyword retriever out entirely
     # False ranks by relevance alone (the baselines of `engram eval`), without importance x decay.
     weigh: bool = True
+    # A hit this close (cosine, same model) to a better one is a near-copy: it goes after the rest.
+    # None turns the check off.
+    diversity: float | None = None
 
 
 @dataclass
@@ -269,6 +272,9 @@ def recall(
         }
         scored.append(Hit(memory=memory, score=score, explain=explain))
     scored.sort(key=lambda h: (-h.score, h.memory.created_at))
+    if settings.diversity is not None and len(scored) > 1:
+        with store.read():
+            scored = _diversify(store, scored, k, settings.diversity)
     top = scored[:k]
     with store.read():
         for hit in top:
@@ -276,6 +282,36 @@ def recall(
     if bump and top:
         _bump(store, top)
     return top
+
+
+def _diversify(store: Store, ranked: list[Hit], k: int, threshold: float) -> list[Hit]:
+    """Keep the order, but move a near-copy of a better hit behind every distinct one."""
+    head = ranked[: k * 3]  # enough to refill the top k after moving copies down
+    by_model: dict[str, list[int]] = {}
+    for hit in head:
+        if hit.memory.embedding_model:
+            by_model.setdefault(hit.memory.embedding_model, []).append(hit.memory.pk)
+    vecs: dict[int, np.ndarray] = {}
+    for model_id, pks in by_model.items():
+        table = vectors.table_for(store, model_id)
+        if table:
+            vecs.update(vectors.get(store, table, pks))
+    kept: list[Hit] = []
+    copies: list[Hit] = []
+    for hit in head:
+        v = vecs.get(hit.memory.pk)
+        twin = v is not None and any(
+            other.memory.embedding_model == hit.memory.embedding_model
+            and (w := vecs.get(other.memory.pk)) is not None
+            and float(np.dot(v, w)) >= threshold
+            for other in kept
+        )
+        if twin:
+            hit.explain["near_copy_of_better_hit"] = True
+            copies.append(hit)
+        else:
+            kept.append(hit)
+    return kept + copies + ranked[k * 3 :]
 
 
 def _bump(store: Store, hits: list[Hit]) -> None:
