@@ -230,6 +230,7 @@ class Engram:
             rrf_k=int(cfg.get("recall.rrf_k")),
             vector_weight=float(cfg.get("recall.vector_weight")),
             keyword_weight=float(cfg.get("recall.keyword_weight")),
+            cross_weight=float(cfg.get("recall.cross_weight")),
             diversity=self.thresholds()[0] if bool(cfg.get("recall.diversify")) else None,
         )
 
@@ -466,8 +467,10 @@ class Engram:
         base = self.recall_settings()
         modes = {
             "hybrid": base,
-            "bm25": replace(base, vector_weight=0.0, keyword_weight=1.0, weigh=False, diversity=None),
-            "dense": replace(base, vector_weight=1.0, keyword_weight=0.0, weigh=False, diversity=None),
+            "bm25": replace(base, vector_weight=0.0, keyword_weight=1.0, cross_weight=0.0, weigh=False, diversity=None),
+            "dense": replace(
+                base, vector_weight=1.0, keyword_weight=0.0, cross_weight=0.0, weigh=False, diversity=None
+            ),
         }
         if mode not in modes:
             raise InvalidInput(f"unknown mode {mode!r}", hint=f"use one of: {', '.join(modes)}")

@@ -39,6 +39,8 @@ DEFAULTS: dict[str, Any] = {
         "rrf_k": 10,
         "vector_weight": 1.0,
         "keyword_weight": 1.0,
+        # The cross-language list: the query moved into the other script's region (see memory/crosslingual).
+        "cross_weight": 1.0,
         "bump": True,
         # Move near-copies (cosine >= the merge threshold) of a better hit behind the distinct ones.
         "diversify": True,

@@ -15,3 +15,42 @@ def test_near_copies_go_behind_distinct_hits(engram: Any) -> None:
     engram.config.values["recall"]["diversify"] = False
     plain = [h.memory.id for h in engram.recall("tabs or spaces for indentation?", k=2, bump=False)]
     assert other.id not in plain  # without the check, two copies fill the top two
+
+
+def test_the_shifted_query_moves_from_one_script_region_to_the_other() -> None:
+    import numpy as np
+
+    from engram_cli.memory import crosslingual
+
+    means = {"latin": np.array([1.0, 0.0, 0.0], dtype=np.float32), "cjk": np.array([0.0, 1.0, 0.0], dtype=np.float32)}
+    query = np.array([0.6, 0.0, 0.8], dtype=np.float32)
+    moved = crosslingual.shifted(query, "latin", means)
+    assert moved is not None
+    other, vector = moved
+    assert other == "cjk"
+    assert np.allclose(vector, np.array([-0.4, 1.0, 0.8]) / np.linalg.norm([-0.4, 1.0, 0.8]))
+    assert crosslingual.shifted(query, "latin", {"latin": means["latin"]}) is None
+
+
+SERVICES = (
+    "billing search checkout auth orders inventory payments shipping email media "
+    "reports export import gateway metrics alerts backup cache queue scheduler"
+).split()
+ENGLISH = [f"The {s} service keeps its logs in bucket {s}-logs-{i}" for i, s in enumerate(SERVICES)]
+CHINESE = [
+    f"{s}服务的值班负责人是第{i}组"
+    for i, s in enumerate(
+        "账单 搜索 结算 认证 订单 库存 支付 物流 邮件 媒体 报表 导出 导入 网关 监控 告警 备份 缓存 队列 调度".split()
+    )
+]
+
+
+def test_a_query_also_searches_the_other_language_and_says_so(engram: Any) -> None:
+    engram.add_many([{"content": t} for t in ENGLISH + CHINESE], no_merge=True)
+    hits = engram.recall("搜索服务的日志存在哪个桶里？", k=10, bump=False)
+    crossed = [h for h in hits if h.explain["cross_language"]]
+    assert crossed and all(h.memory.content in ENGLISH for h in crossed)
+    means = engram.store.setting("script_means:multilingual-e5-small-q4-v1")
+    assert means is not None and '"count": 40' in means
+    engram.config.values["recall"]["cross_weight"] = 0.0
+    assert not any(h.explain["cross_language"] for h in engram.recall("搜索服务的日志存在哪个桶里？", k=10, bump=False))

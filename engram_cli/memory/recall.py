@@ -11,7 +11,7 @@ import numpy as np
 
 from engram_cli import text as textmod
 from engram_cli.errors import InvalidInput
-from engram_cli.memory import records
+from engram_cli.memory import crosslingual, records
 from engram_cli.memory.model import MEMORY_TYPES, STATUSES, Memory
 from engram_cli.store import vectors
 from engram_cli.store.db import Store
@@ -107,6 +107,8 @@ class RecallSettings:
     keyword_weight: float = 1.0  # 0 leaves the keyword retriever out entirely
     # False ranks by relevance alone (the baselines of `engram eval`), without importance x decay.
     weigh: bool = True
+    # Weight of the cross-language list (the query moved into the other script's region); 0 leaves it out.
+    cross_weight: float = 1.0
     # A hit this close (cosine, same model) to a better one is a near-copy: it goes after the rest.
     # None turns the check off.
     diversity: float | None = None
@@ -213,6 +215,11 @@ def recall(
         raise InvalidInput(f"k must be at least 1, not {k}")
     where, params = filters.sql("m")
     want = max(settings.candidates, k)
+    query_script = textmod.script_of(query)
+    means: dict[str, dict[str, np.ndarray]] = {}
+    if settings.cross_weight > 0 and settings.vector_weight > 0:
+        for model_id, vec_table in vectors.models_in_use(store):
+            means[model_id] = crosslingual.script_means(store, model_id, vec_table)
     with store.read():
         # Ask the (tiny) model registry which models have a row in scope, rather than scanning every row.
         models = [
@@ -224,12 +231,18 @@ def recall(
             )
         ]
         vector_lists: dict[str, list[tuple[int, float]]] = {}
+        cross_lists: dict[str, tuple[str, list[tuple[int, float]]]] = {}
         for model_id in models if settings.vector_weight > 0 else []:
             table = vectors.table_for(store, model_id)
             if table is None:
                 continue
             qvec = embed_query(model_id, query)
             vector_lists[model_id] = _vector_candidates(store, table, model_id, qvec, filters, where, params, want)
+            moved = crosslingual.shifted(qvec, query_script, means.get(model_id, {}))
+            if moved is not None:
+                other, qvec2 = moved
+                found = _vector_candidates(store, table, model_id, qvec2, filters, where, params, want)
+                cross_lists[model_id] = (other, found)
         keyword = _keyword_candidates(store, query, where, params, want) if settings.keyword_weight > 0 else []
 
     fused: dict[int, dict[str, Any]] = {}
@@ -238,14 +251,23 @@ def recall(
             fused.setdefault(pk, {})["vector"] = {"model": model_id, "rank": rank, "cosine": round(sim, 6)}
     for rank, (pk, bm25) in enumerate(keyword, start=1):
         fused.setdefault(pk, {})["keyword"] = {"rank": rank, "bm25": round(bm25, 6)}
+    cross_pks = {pk for _, found in cross_lists.values() for pk, _ in found}
+    with store.read():
+        memories = records.load_many(store, list(set(fused) | cross_pks))
+    wc = 0.0
+    for model_id, (other, found) in cross_lists.items():
+        # Only what the shift brought in from the other language counts in this list.
+        kept = [(pk, sim) for pk, sim in found if pk in memories and textmod.script_of(memories[pk].content) == other]
+        for rank, (pk, sim) in enumerate(kept, start=1):
+            fused.setdefault(pk, {})["cross"] = {"model": model_id, "rank": rank, "cosine": round(sim, 6)}
+        if kept:
+            wc = settings.cross_weight
     if not fused:
         return []
     wv = settings.vector_weight if any(vector_lists.values()) else 0.0
     wk = settings.keyword_weight if keyword else 0.0
-    best = (wv + wk) / (settings.rrf_k + 1)
+    best = (wv + wk + wc) / (settings.rrf_k + 1)
 
-    with store.read():
-        memories = records.load_many(store, list(fused))
     scored: list[Hit] = []
     for pk, parts in fused.items():
         memory = memories.get(pk)
@@ -256,12 +278,15 @@ def recall(
             rrf += wv / (settings.rrf_k + parts["vector"]["rank"])
         if "keyword" in parts:
             rrf += wk / (settings.rrf_k + parts["keyword"]["rank"])
+        if "cross" in parts:
+            rrf += wc / (settings.rrf_k + parts["cross"]["rank"])
         relevance = rrf / best if best else 0.0
         factor = IMPORTANCE_BASE + memory.importance
         score = relevance * factor * memory.decay_score if settings.weigh else relevance
         explain = {
             "vector": parts.get("vector"),
             "keyword": parts.get("keyword"),
+            "cross_language": parts.get("cross"),
             "relevance": round(relevance, 6),
             "importance": round(memory.importance, 6),
             "importance_factor": round(factor, 6),
