@@ -32,15 +32,54 @@ def test_the_shifted_query_moves_from_one_script_region_to_the_other() -> None:
     assert crosslingual.shifted(query, "latin", {"latin": means["latin"]}) is None
 
 
-SERVICES = (
-    "billing search checkout auth orders inventory payments shipping email media "
-    "reports export import gateway metrics alerts backup cache queue scheduler"
-).split()
+SERVICES = [
+    "billing",
+    "search",
+    "checkout",
+    "auth",
+    "orders",
+    "inventory",
+    "payments",
+    "shipping",
+    "email",
+    "media",
+    "reports",
+    "export",
+    "import",
+    "gateway",
+    "metrics",
+    "alerts",
+    "backup",
+    "cache",
+    "queue",
+    "scheduler",
+]
 ENGLISH = [f"The {s} service keeps its logs in bucket {s}-logs-{i}" for i, s in enumerate(SERVICES)]
 CHINESE = [
     f"{s}服务的值班负责人是第{i}组"
     for i, s in enumerate(
-        "账单 搜索 结算 认证 订单 库存 支付 物流 邮件 媒体 报表 导出 导入 网关 监控 告警 备份 缓存 队列 调度".split()
+        [
+            "账单",
+            "搜索",
+            "结算",
+            "认证",
+            "订单",
+            "库存",
+            "支付",
+            "物流",
+            "邮件",
+            "媒体",
+            "报表",
+            "导出",
+            "导入",
+            "网关",
+            "监控",
+            "告警",
+            "备份",
+            "缓存",
+            "队列",
+            "调度",
+        ]
     )
 ]
 
