@@ -392,6 +392,7 @@ def _season_start(name: str) -> int:
 def _verb_month(match: re.Match[str]) -> bool:
     """True for "may" or "march" written in lower case, which are more often verbs."""
     name = _g(match, "mon") or ""
+    # Case-sensitive on purpose: a capital ("May 3", "last March") is how people write the month.
     return name in ("may", "march")
 
 
