@@ -231,12 +231,14 @@ class Engram:
             vector_weight=float(cfg.get("recall.vector_weight")),
             keyword_weight=float(cfg.get("recall.keyword_weight")),
             cross_weight=float(cfg.get("recall.cross_weight")),
+            time_weight=float(cfg.get("recall.time_weight")),
             diversity=self.thresholds()[0] if bool(cfg.get("recall.diversify")) else None,
         )
 
     def recall(
         self, query: str, k: int | None = None, namespace: str | Sequence[str] | None = None, *,
-        bump: bool | None = None, settings: RecallSettings | None = None, **filters: Any,
+        bump: bool | None = None, settings: RecallSettings | None = None, now: str | None = None,
+        **filters: Any,
     ) -> list[Hit]:  # fmt: skip
         """The best memories for ``query``: filtered first, then ranked by relevance x importance x decay."""
         flt = filters.pop("filters", None) or self.filters(namespace=namespace, **filters)
@@ -253,6 +255,7 @@ class Engram:
             embed_query=embed_query,
             settings=settings or self.recall_settings(),
             bump=bool(cfg.get("recall.bump")) if bump is None else bump,
+            at=parse_time(now, what="now") if now else None,
         )
 
     def get(self, ref: str) -> Memory:
@@ -481,7 +484,7 @@ class Engram:
                 flt = self.filters(namespace=query.namespace, all_namespaces=query.namespace is None, **query.filters)
             except TypeError as exc:
                 raise InvalidInput(f"line {query.line}: unknown filter in 'filters': {exc}") from exc
-            hits = self.recall(query.text, k=depth, bump=False, settings=settings, filters=flt)
+            hits = self.recall(query.text, k=depth, bump=False, settings=settings, filters=flt, now=query.now)
             return [h.memory for h in hits]
 
         return evalmod.run(queries, search, ks=ks, mode=mode)

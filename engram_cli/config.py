@@ -41,6 +41,8 @@ DEFAULTS: dict[str, Any] = {
         "keyword_weight": 1.0,
         # The cross-language list: the query moved into the other script's region (see memory/crosslingual).
         "cross_weight": 1.0,
+        # Lists restricted to the time the query names ("last week", 上个月), fused like the others.
+        "time_weight": 1.0,
         "bump": True,
         # Move near-copies (cosine >= the merge threshold) of a better hit behind the distinct ones.
         "diversify": True,

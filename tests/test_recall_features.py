@@ -93,3 +93,16 @@ def test_a_query_also_searches_the_other_language_and_says_so(engram: Any) -> No
     assert means is not None and '"count": 40' in means
     engram.config.values["recall"]["cross_weight"] = 0.0
     assert not any(h.explain["cross_language"] for h in engram.recall("搜索服务的日志存在哪个桶里？", k=10, bump=False))
+
+
+def test_time_words_prefer_memories_from_that_time(engram: Any) -> None:
+    march = engram.add(
+        "Redis in the webshop cluster failed over to the replica", created_at="2026-03-10T10:00:00Z"
+    ).memory
+    november = engram.add("Redis in the webshop cluster ran out of memory", created_at="2026-11-18T10:00:00Z").memory
+    now = "2026-11-26T09:00:00Z"
+    assert engram.recall("what went wrong with redis last week?", k=1, bump=False, now=now)[0].memory.id == november.id
+    assert engram.recall("what went wrong with redis in March?", k=1, bump=False, now=now)[0].memory.id == march.id
+    assert engram.recall("三月份 redis 出了什么问题", k=1, bump=False, now=now)[0].memory.id == march.id
+    hit = engram.recall("redis last week", k=2, bump=False, now=now)[0]
+    assert hit.explain["time_window"]["window"] == ["last week"]

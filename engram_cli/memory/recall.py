@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 
 from engram_cli import text as textmod
+from engram_cli import timeexpr
 from engram_cli.errors import InvalidInput
 from engram_cli.memory import crosslingual, records
 from engram_cli.memory.model import MEMORY_TYPES, STATUSES, Memory
 from engram_cli.store import vectors
 from engram_cli.store.db import Store
-from engram_cli.timeutil import iso_now, normalize_iso
+from engram_cli.timeutil import iso_now, normalize_iso, now, to_iso
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +109,8 @@ class RecallSettings:
     keyword_weight: float = 1.0  # 0 leaves the keyword retriever out entirely
     # False ranks by relevance alone (the baselines of `engram eval`), without importance x decay.
     weigh: bool = True
+    # Weight of the lists restricted to a time the query names ("last week", 上个月); 0 ignores time words.
+    time_weight: float = 1.0
     # Weight of the cross-language list (the query moved into the other script's region); 0 leaves it out.
     cross_weight: float = 1.0
     # A hit this close (cosine, same model) to a better one is a near-copy: it goes after the rest.
@@ -204,6 +208,7 @@ def recall(
     embed_query: QueryEmbedder,
     settings: RecallSettings = RecallSettings(),
     bump: bool = True,
+    at: datetime | None = None,
 ) -> list[Hit]:
     """The ``k`` best memories for ``query`` among those that pass ``filters``."""
     query = textmod.normalize(query)
@@ -213,6 +218,10 @@ def recall(
         )
     if k < 1:
         raise InvalidInput(f"k must be at least 1, not {k}")
+    when = timeexpr.find_time(query, at or now()) if settings.time_weight > 0 else None
+    if when is not None:
+        # The time words pick the window; they are not what the memory is about.
+        query = timeexpr.strip_time(query, when) or query
     where, params = filters.sql("m")
     want = max(settings.candidates, k)
     query_script = textmod.script_of(query)
@@ -244,6 +253,20 @@ def recall(
                 found = _vector_candidates(store, table, model_id, qvec2, filters, where, params, want)
                 cross_lists[model_id] = (other, found)
         keyword = _keyword_candidates(store, query, where, params, want) if settings.keyword_weight > 0 else []
+        timed: dict[str, list[tuple[int, float]]] = {}
+        if when is not None:
+            window = replace(filters, since=_later(filters.since, when.start), until=_earlier(filters.until, when.end))
+            twhere, tparams = window.sql("m")
+            if settings.vector_weight > 0:
+                for model_id in models:
+                    table = vectors.table_for(store, model_id)
+                    if table is not None:
+                        qvec = embed_query(model_id, query)
+                        timed[f"vector:{model_id}"] = _vector_candidates(
+                            store, table, model_id, qvec, window, twhere, tparams, want
+                        )
+            if settings.keyword_weight > 0:
+                timed["keyword"] = _keyword_candidates(store, query, twhere, tparams, want)
 
     fused: dict[int, dict[str, Any]] = {}
     for model_id, hits in vector_lists.items():
@@ -251,6 +274,13 @@ def recall(
             fused.setdefault(pk, {})["vector"] = {"model": model_id, "rank": rank, "cosine": round(sim, 6)}
     for rank, (pk, bm25) in enumerate(keyword, start=1):
         fused.setdefault(pk, {})["keyword"] = {"rank": rank, "bm25": round(bm25, 6)}
+    wt = 0.0
+    for name, hits in timed.items():
+        for rank, (pk, _) in enumerate(hits, start=1):
+            slot = fused.setdefault(pk, {}).setdefault("time", {"window": [when.text] if when else [], "ranks": {}})
+            slot["ranks"][name] = rank
+        if hits:
+            wt = settings.time_weight
     cross_pks = {pk for _, found in cross_lists.values() for pk, _ in found}
     with store.read():
         memories = records.load_many(store, list(set(fused) | cross_pks))
@@ -266,7 +296,8 @@ def recall(
         return []
     wv = settings.vector_weight if any(vector_lists.values()) else 0.0
     wk = settings.keyword_weight if keyword else 0.0
-    best = (wv + wk + wc) / (settings.rrf_k + 1)
+    # The window's lists count as one (their best rank), so a time word cannot outweigh the query itself.
+    best = (wv + wk + wc + wt) / (settings.rrf_k + 1)
 
     scored: list[Hit] = []
     for pk, parts in fused.items():
@@ -280,6 +311,8 @@ def recall(
             rrf += wk / (settings.rrf_k + parts["keyword"]["rank"])
         if "cross" in parts:
             rrf += wc / (settings.rrf_k + parts["cross"]["rank"])
+        if "time" in parts:
+            rrf += wt / (settings.rrf_k + min(parts["time"]["ranks"].values()))
         relevance = rrf / best if best else 0.0
         factor = IMPORTANCE_BASE + memory.importance
         score = relevance * factor * memory.decay_score if settings.weigh else relevance
@@ -287,6 +320,7 @@ def recall(
             "vector": parts.get("vector"),
             "keyword": parts.get("keyword"),
             "cross_language": parts.get("cross"),
+            "time_window": parts.get("time"),
             "relevance": round(relevance, 6),
             "importance": round(memory.importance, 6),
             "importance_factor": round(factor, 6),
@@ -307,6 +341,17 @@ def recall(
     if bump and top:
         _bump(store, top)
     return top
+
+
+def _later(a: str | None, b: datetime) -> str:
+    stamp = to_iso(b)
+    return stamp if a is None or stamp > a else a
+
+
+def _earlier(a: str | None, b: datetime) -> str:
+    # ``until`` is inclusive in the filters; the window's end is exclusive.
+    stamp = to_iso(b - timedelta(microseconds=1))
+    return stamp if a is None or stamp < a else a
 
 
 def _diversify(store: Store, ranked: list[Hit], k: int, threshold: float) -> list[Hit]:
