@@ -17,14 +17,19 @@ def _app(ctx: typer.Context) -> AppContext:
     return obj
 
 
+# Options the maintenance verbs share: they run over every namespace unless told otherwise.
+NowOption = Annotated[
+    str | None, typer.Option("--now", help="Compute as of this time (ISO 8601): for tests and backfills.")
+]
+AllNamespacesOption = Annotated[
+    str | None, typer.Option("--namespace", "-n", help="Only this namespace (default: all of them).")
+]
+
+
 def decay(
     ctx: typer.Context,
-    now: Annotated[
-        str | None, typer.Option("--now", help="Compute as of this time (ISO 8601): for tests and backfills.")
-    ] = None,
-    namespace: Annotated[
-        str | None, typer.Option("--namespace", "-n", help="Only this namespace (default: all of them).")
-    ] = None,
+    now: NowOption = None,
+    namespace: AllNamespacesOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; change nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
@@ -35,12 +40,8 @@ def decay(
 
 def compact(
     ctx: typer.Context,
-    now: Annotated[
-        str | None, typer.Option("--now", help="Compute as of this time (ISO 8601): for tests and backfills.")
-    ] = None,
-    namespace: Annotated[
-        str | None, typer.Option("--namespace", "-n", help="Only this namespace (default: all of them).")
-    ] = None,
+    now: NowOption = None,
+    namespace: AllNamespacesOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,
 ) -> None:
