@@ -128,21 +128,32 @@ def test_eval_usage_errors(cli: Any, tmp_path: Path) -> None:
     assert cli("eval", "--dataset", str(tmp_path), "--mode", "magic", ok=False).exit_code == 2
 
 
-def test_short_turns_get_their_neighbours_as_context() -> None:
+def test_chat_turns_get_their_neighbours_as_context() -> None:
     records = [
         {"content": "Did you pick the blue or the red sofa in the end?", "metadata": {"session": 1, "turn": 1}},
         {"content": "the blue one", "metadata": {"session": 1, "turn": 2}},
         {"content": "Nice, it will suit the living room really well I think.", "metadata": {"session": 1, "turn": 3}},
         {"content": "ok", "metadata": {"session": 2, "turn": 1}},
+        {"content": "not a chat turn", "metadata": {}},
     ]
     evaluation.add_turn_context(records)
     assert records[1]["metadata"]["context"].startswith("Did you pick the blue or the red sofa")
     assert "living room" in records[1]["metadata"]["context"]
-    assert "context" not in records[0]["metadata"]  # long enough on its own
+    assert records[0]["metadata"]["context"] == "the blue one"
     assert "context" not in records[3]["metadata"]  # nothing around it in its session
+    assert "context" not in records[4]["metadata"]
 
 
-def test_context_is_searchable_but_not_content(engram: Any) -> None:
-    memory = engram.add("the blue one", metadata={"context": "Did you pick the blue or the red sofa?"}).memory
-    hit = engram.recall("which sofa colour", k=1)[0]
-    assert hit.memory.id == memory.id and hit.memory.content == "the blue one"
+def test_context_shapes_the_vector_but_is_not_content_or_keywords(engram: Any, rows: Any) -> None:
+    question = "Ana: so which sofa did you end up buying, the blue or the grey one?"
+    ranks = {}
+    for namespace, metadata in (("with", {"context": question}), ("without", {})):
+        answer = engram.add("Lee: the blue one, it arrives on Friday", namespace=namespace, metadata=metadata).memory
+        for other in ("Lee: the grey sofa at the shop was too small for the living room",
+                      "Lee: the blue car needs new tyres", "Lee: we bought a new lamp yesterday"):  # fmt: skip
+            engram.add(other, namespace=namespace, no_merge=True)
+        hits = engram.recall("which sofa did Lee buy?", k=4, namespace=namespace, bump=False)
+        ranks[namespace] = [h.memory.id for h in hits].index(answer.id)
+        assert hits[ranks[namespace]].memory.content == "Lee: the blue one, it arrives on Friday"
+    assert ranks["with"] < ranks["without"]
+    assert rows("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH 'ana'") == [(0,)]  # context is not indexed

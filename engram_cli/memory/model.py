@@ -13,7 +13,9 @@ DEFAULT_IMPORTANCE = 0.5
 HIGH_IMPORTANCE = 0.8
 
 # Metadata key for text that explains a memory but is not part of it (the turns around a
-# short chat message): embedded and keyword-indexed with it, never shown as its content.
+# chat message): embedded with it, never shown as its content. It is kept out of the
+# keyword index, where the neighbours' words only blurred which turn said what
+# (long-chat BM25 R@5 0.397 without, 0.359 with).
 CONTEXT_KEY = "context"
 
 

@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 # because the filters are narrower than what the vector index can filter itself.
 EXACT_SCAN_LIMIT = 5000
 IMPORTANCE_BASE = 0.6
+# Share of their words two hits must have in common to count as copies of each other.
+COPY_OVERLAP = 0.6
 
 
 @dataclass
@@ -354,6 +356,12 @@ def _earlier(a: str | None, b: datetime) -> str:
     return stamp if a is None or stamp < a else a
 
 
+def _same_wording(a: str, b: str) -> bool:
+    """Most words shared: a copy, not two memories that only mean something close (or share context)."""
+    ta, tb = set(textmod.query_terms(a)), set(textmod.query_terms(b))
+    return bool(ta and tb) and len(ta & tb) / len(ta | tb) >= COPY_OVERLAP
+
+
 def _diversify(store: Store, ranked: list[Hit], k: int, threshold: float) -> list[Hit]:
     """Keep the order, but move a near-copy of a better hit behind every distinct one."""
     head = ranked[: k * 3]  # enough to refill the top k after moving copies down
@@ -374,6 +382,7 @@ def _diversify(store: Store, ranked: list[Hit], k: int, threshold: float) -> lis
             other.memory.embedding_model == hit.memory.embedding_model
             and (w := vecs.get(other.memory.pk)) is not None
             and float(np.dot(v, w)) >= threshold
+            and _same_wording(hit.memory.content, other.memory.content)
             for other in kept
         )
         if twin:

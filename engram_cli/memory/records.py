@@ -12,7 +12,7 @@ from typing import Any
 
 from engram_cli import text as textmod
 from engram_cli.errors import AmbiguousId, ConflictError, InvalidInput, NotFound
-from engram_cli.memory.model import CONTEXT_KEY, MEMORY_COLUMNS, Event, Memory, Source
+from engram_cli.memory.model import MEMORY_COLUMNS, Event, Memory, Source
 from engram_cli.store import vectors
 from engram_cli.store.db import Store
 
@@ -172,17 +172,14 @@ def update(store: Store, memory: Memory, at: str, **fields: Any) -> None:
 
 def reindex(store: Store, pk: int) -> None:
     """Rebuild the keyword row of a memory: its text, summary, tags and kept supplements."""
-    row = store.one(
-        f"SELECT content, summary, json_extract(metadata, '$.{CONTEXT_KEY}') FROM memories WHERE pk = ?", (pk,)
-    )
+    row = store.one("SELECT content, summary FROM memories WHERE pk = ?", (pk,))
     if row is None:
         return
     extra = [
         str(r[0]) for r in store.rows("SELECT content FROM sources WHERE memory_pk = ? AND content IS NOT NULL", (pk,))
     ]
     tags = tags_of(store, pk)
-    context = row[2] if isinstance(row[2], str) else ""
-    terms = textmod.index_text(row[0], row[1] or "", *extra, " ".join(tags), context)
+    terms = textmod.index_text(row[0], row[1] or "", *extra, " ".join(tags))
     store.execute("DELETE FROM memory_fts WHERE rowid = ?", (pk,))
     store.execute("INSERT INTO memory_fts (rowid, terms) VALUES (?, ?)", (pk, terms))
 
