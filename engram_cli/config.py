@@ -36,11 +36,11 @@ DEFAULTS: dict[str, Any] = {
     "recall": {
         "k": 5,
         "candidates": 50,
-        "rrf_k": 10,
-        "vector_weight": 1.0,
+        "rrf_k": 5,
+        "vector_weight": 1.5,
         "keyword_weight": 1.0,
         # The cross-language list: the query moved into the other script's region (see memory/crosslingual).
-        "cross_weight": 1.0,
+        "cross_weight": 1.5,
         # Lists restricted to the time the query names ("last week", 上个月), fused like the others.
         "time_weight": 1.0,
         "bump": True,

@@ -26,9 +26,9 @@ from engram_cli import Engram  # noqa: E402
 from engram_cli.memory import evaluation  # noqa: E402
 from engram_cli.memory.recall import RecallSettings  # noqa: E402
 
-RRF_K = (3, 5, 10, 20)
+RRF_K = (3, 5, 10)
 VECTOR = (1.0, 1.5, 2.0)
-CROSS = (0.5, 1.0, 1.5, 2.0)
+CROSS = (1.0, 1.5)
 
 
 def main(argv: list[str] | None = None) -> int:
