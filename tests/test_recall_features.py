@@ -106,3 +106,14 @@ def test_time_words_prefer_memories_from_that_time(engram: Any) -> None:
     assert engram.recall("三月份 redis 出了什么问题", k=1, bump=False, now=now)[0].memory.id == march.id
     hit = engram.recall("redis last week", k=2, bump=False, now=now)[0]
     assert hit.explain["time_window"]["window"] == ["last week"]
+
+
+def test_cli_recall_reads_time_words_as_of_now(cli: Any) -> None:
+    cli("add", "Redis in the webshop cluster failed over to the replica", "--at", "2026-03-10T10:00:00Z")
+    cli("add", "Redis in the webshop cluster ran out of memory", "--at", "2026-11-18T10:00:00Z")
+    import json
+
+    hits = json.loads(cli("recall", "what went wrong with redis last week?", "--now", "2026-11-26", "--json").stdout)
+    assert "out of memory" in hits[0]["content"]
+    bad = cli("recall", "redis", "--now", "soon", ok=False)
+    assert bad.exit_code != 0 and "now" in bad.stderr

@@ -125,6 +125,9 @@ def recall(
         int | None, typer.Option("--budget", min=1, help="For cards: stop before this many tokens.")
     ] = None,
     no_touch: Annotated[bool, typer.Option("--no-touch", help="Do not count this as an access.")] = False,
+    now: Annotated[
+        str | None, typer.Option("--now", help="Read time words in QUERY ('last week') as of this time (ISO 8601).")
+    ] = None,
 ) -> None:
     """Find the memories most relevant to QUERY (hybrid vector + keyword, weighed by importance and decay)."""
     if namespace and all_namespaces:
@@ -134,7 +137,7 @@ def recall(
         query, k=k, namespace=namespace, all_namespaces=all_namespaces, agent=agent, type=mtype, tags=tag,
         since=since, until=until, accessed_since=accessed_since, accessed_until=accessed_until, session=session,
         embedding_model=model, include_archived=include_archived, include_superseded=include_superseded,
-        bump=False if no_touch else None,
+        bump=False if no_touch else None, now=now,
     )  # fmt: skip
     render.hits(hits, fmt="json" if as_json else fmt.value, explain=explain, budget=budget)
 
