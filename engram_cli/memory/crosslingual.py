@@ -8,7 +8,8 @@ near its meaning. recall runs a second nearest-neighbour search with the shifted
 and fuses its other-script hits with the rest.
 
 The means come from the database's own vectors, from a sample, cached in the settings
-table and recomputed when the model's row count has grown or shrunk by a fifth.
+table and recomputed when the number of memories has grown or shrunk by a fifth (that
+count is cheap: counting a vec0 table scans it, 73 ms at 100k rows).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def _key(model_id: str) -> str:
 
 def script_means(store: Store, model_id: str, table: str) -> dict[str, np.ndarray]:
     """Mean vector per script (latin, cjk) of the memories with this model's vectors."""
-    count = int(store.scalar(f"SELECT count(*) FROM {table}") or 0)
+    count = int(store.scalar("SELECT count(*) FROM memories") or 0)
     cached = store.setting(_key(model_id))
     if cached:
         data = json.loads(cached)

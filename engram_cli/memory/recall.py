@@ -243,11 +243,13 @@ def recall(
         ]
         vector_lists: dict[str, list[tuple[int, float]]] = {}
         cross_lists: dict[str, tuple[str, list[tuple[int, float]]]] = {}
+        query_vectors: dict[str, tuple[str, np.ndarray]] = {}  # model -> (its table, the query's vector)
         for model_id in models if settings.vector_weight > 0 else []:
             table = vectors.table_for(store, model_id)
             if table is None:
                 continue
             qvec = embed_query(model_id, query)
+            query_vectors[model_id] = (table, qvec)
             vector_lists[model_id] = _vector_candidates(store, table, model_id, qvec, filters, where, params, want)
             moved = crosslingual.shifted(qvec, query_script, means.get(model_id, {}))
             if moved is not None:
@@ -259,14 +261,10 @@ def recall(
         if when is not None:
             window = replace(filters, since=_later(filters.since, when.start), until=_earlier(filters.until, when.end))
             twhere, tparams = window.sql("m")
-            if settings.vector_weight > 0:
-                for model_id in models:
-                    table = vectors.table_for(store, model_id)
-                    if table is not None:
-                        qvec = embed_query(model_id, query)
-                        timed[f"vector:{model_id}"] = _vector_candidates(
-                            store, table, model_id, qvec, window, twhere, tparams, want
-                        )
+            for model_id, (table, qvec) in query_vectors.items():
+                timed[f"vector:{model_id}"] = _vector_candidates(
+                    store, table, model_id, qvec, window, twhere, tparams, want
+                )
             if settings.keyword_weight > 0:
                 timed["keyword"] = _keyword_candidates(store, query, twhere, tparams, want)
 
@@ -329,7 +327,8 @@ def recall(
             "decay_score": round(memory.decay_score, 6),
             "score": round(score, 6),
             "formula": "relevance x (0.6 + importance) x decay_score; relevance = weighted reciprocal-rank "
-            f"fusion (k={settings.rrf_k}) of vector and keyword ranks, 1.0 = first in both",
+            f"fusion (k={settings.rrf_k}) of the vector, keyword, cross-language and time-window ranks, "
+            "1.0 = first in every list",
         }
         scored.append(Hit(memory=memory, score=score, explain=explain))
     scored.sort(key=lambda h: (-h.score, h.memory.created_at))
