@@ -46,7 +46,6 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -65,7 +64,7 @@ from engram_cli.ingest.base import (
     drop_tagged,
     excerpt,
 )
-from engram_cli.timeutil import to_iso
+from engram_cli.ingest.common import iso_to_utc
 
 NAME = "claude-code"
 
@@ -316,7 +315,7 @@ class _Reader:
         obj = record.obj
         kind = obj.get("type")
         where = f"{self.path}:{record.lineno}"
-        at = _iso(obj.get("timestamp"))
+        at = iso_to_utc(obj.get("timestamp"))
         if kind in ("user", "assistant"):
             self._context(obj, at)
             message = obj.get("message")
@@ -590,24 +589,6 @@ def _render_input(arguments: object) -> str:
 def _clip(command: str) -> str:
     """A command, bounded: heredocs can carry whole files."""
     return command if len(command) <= _COMMAND_LIMIT else command[:_COMMAND_LIMIT] + " …"
-
-
-def _iso(value: object) -> str | None:
-    """An ISO 8601 timestamp normalised to UTC ``…Z``; None when it is not one."""
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    # Python 3.11 reads at most six fractional digits.
-    text = re.sub(r"(\.\d{6})\d+", r"\1", text)
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return to_iso(moment)
 
 
 IMPORTER = ClaudeCodeImporter()

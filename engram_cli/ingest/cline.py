@@ -37,7 +37,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,7 @@ from engram_cli.ingest.base import (
     drop_tagged,
     excerpt,
 )
+from engram_cli.ingest.common import epoch_to_utc
 from engram_cli.timeutil import to_iso
 
 API_FILE = "api_conversation_history.json"
@@ -108,20 +109,16 @@ TITLE_CHARS = 120
 
 def _when(value: Any) -> str | None:
     """ISO time of an epoch in ms (or s) or an ISO string; None when it is not a time."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        seconds = value / 1000 if value > 1e11 else value
-        try:
-            return to_iso(datetime.fromtimestamp(seconds, UTC))
-        except (OverflowError, OSError, ValueError):
-            return None
     if isinstance(value, str) and value:
+        # Not common.iso_to_utc: this reading turns every "Z" into an offset and refuses a final "z",
+        # so the shared one would accept (and date) values this importer has always left undated.
         try:
             moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
             return None
-        return to_iso(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
+        return to_iso(moment)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return epoch_to_utc(value, millis=value > 1e11)  # the extension writes ms; seconds are taken too
     return None
 
 

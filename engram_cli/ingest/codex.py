@@ -35,7 +35,6 @@ import json
 import re
 import shlex
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -52,7 +51,7 @@ from engram_cli.ingest.base import (
     drop_tagged,
     excerpt,
 )
-from engram_cli.timeutil import to_iso
+from engram_cli.ingest.common import iso_to_utc
 
 NAME = "codex"
 
@@ -167,7 +166,7 @@ class _Session:
         cwd = payload.get("cwd")
         if isinstance(cwd, str) and cwd and "project" not in self.state:
             self.state["project"] = cwd
-        self.moment(_iso(payload.get("timestamp")) or at)
+        self.moment(iso_to_utc(payload.get("timestamp")) or at)
 
     def turn(self, payload: dict[str, Any]) -> None:
         model = payload.get("model")
@@ -347,7 +346,7 @@ class _Lines:
 
     def _envelope(self, obj: dict[str, Any], ident: str, where: str) -> None:
         kind, payload = _kind(obj), obj.get("payload")
-        at = _iso(obj.get("timestamp"))
+        at = iso_to_utc(obj.get("timestamp"))
         if not isinstance(payload, dict):
             self.batch.skip("wrong type in payload", where)
         elif kind == "session_meta":
@@ -538,23 +537,6 @@ def _render_patch(patch: str) -> str:
     """A patch by the files it touches (``Update File: go.mod``); the hunks are not worth keeping."""
     files = [f"{verb} File: {name.strip()}" for verb, name in _PATCH_FILE.findall(patch)]
     return "; ".join(files) if files else patch
-
-
-def _iso(value: object) -> str | None:
-    """An ISO 8601 timestamp normalised to UTC ``…Z``; None when it is not one."""
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    text = re.sub(r"(\.\d{6})\d+", r"\1", text)  # Python 3.11 reads at most six fractional digits
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return to_iso(moment)
 
 
 IMPORTER = CodexImporter()

@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from engram_cli.ingest.base import ASSISTANT, TOOL, USER, Batch, Cursor, Message, Session, decode, excerpt
+from engram_cli.ingest.common import epoch_to_utc
 from engram_cli.timeutil import to_iso
 
 INDEX = "sessions.json"
@@ -282,12 +283,7 @@ def _time(value: Any) -> str | None:
     """Milliseconds since the epoch, as a number or (in the index) a string of digits."""
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        return to_iso(datetime.fromtimestamp(value / 1000, tz=UTC))
-    except (ValueError, OverflowError, OSError):
-        return None
+    return epoch_to_utc(value)
 
 
 def _uri_path(uri: str) -> str | None:

@@ -34,7 +34,6 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +50,7 @@ from engram_cli.ingest.base import (
     drop_tagged,
     excerpt,
 )
-from engram_cli.timeutil import to_iso
+from engram_cli.ingest.common import iso_to_utc
 
 NAME = "copilot-cli"
 
@@ -182,7 +181,7 @@ class _Events:
         if isinstance(data.get("parentToolCallId"), str) and data["parentToolCallId"]:
             return  # a sub-agent's work, reported back through its parent's tool call (as for Claude Code)
         ident = event.get("id") if isinstance(event.get("id"), str) and event.get("id") else f"L{lineno}"
-        at = _iso(event.get("timestamp"))
+        at = iso_to_utc(event.get("timestamp"))
         _moment(self.state, at)
         handlers = {
             "session.start": self._on_session_start,
@@ -208,7 +207,7 @@ class _Events:
         model = data.get("selectedModel")
         if isinstance(model, str) and model:
             self.state["model"] = model
-        _moment(self.state, _iso(data.get("startTime")))
+        _moment(self.state, iso_to_utc(data.get("startTime")))
 
     def _on_model_change(self, data: dict[str, Any], ident: str, at: str | None) -> None:
         model = data.get("newModel")
@@ -306,7 +305,7 @@ def _read_legacy(path: Path, stat: Any, fresh: Cursor, cursor: Cursor | None) ->
     talk = any(isinstance(e, dict) and e.get("type") in ("user", "copilot") for e in timeline)
     entries: list[Any] = timeline if talk else chat
     state: dict[str, Any] = {}
-    _moment(state, _iso(obj.get("startTime")))
+    _moment(state, iso_to_utc(obj.get("startTime")))
     canonical = [json.dumps(entry, sort_keys=True, ensure_ascii=False) for entry in entries]
     seen = 0
     if cursor is not None:
@@ -341,7 +340,7 @@ def _timeline(entry: dict[str, Any], index: int, batch: Batch, where: str) -> li
     """Messages of one legacy timeline entry."""
     kind = entry.get("type") if isinstance(entry.get("type"), str) else None
     ident = entry.get("id") if isinstance(entry.get("id"), str) and entry.get("id") else str(index)
-    at = _iso(entry.get("timestamp"))
+    at = iso_to_utc(entry.get("timestamp"))
     text = entry.get("text")
     if kind in ("user", "copilot"):
         if not isinstance(text, str) or not text.strip():
@@ -460,23 +459,6 @@ def _render(arguments: object) -> str:
         shown = " ".join(shown.split())
         parts.append(f"{name}={shown[:120] + ' …' if len(shown) > 120 else shown}")
     return ", ".join(parts)
-
-
-def _iso(value: object) -> str | None:
-    """An ISO 8601 timestamp normalised to UTC ``…Z``; None when it is not one."""
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    text = re.sub(r"(\.\d{6})\d+", r"\1", text)  # Python 3.11 reads at most six fractional digits
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return to_iso(moment)
 
 
 IMPORTER = CopilotCliImporter()

@@ -35,7 +35,6 @@ import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlparse
@@ -53,7 +52,7 @@ from engram_cli.ingest.base import (
     decode,
     excerpt,
 )
-from engram_cli.timeutil import to_iso
+from engram_cli.ingest.common import epoch_to_utc, iso_to_utc
 
 _CHATDATA = "workbench.panel.aichat.view.aichat.chatdata"
 _PROMPTS = "aiService.prompts"
@@ -618,20 +617,9 @@ def _rich_text(value: Any) -> str:
 
 def _time(value: Any) -> str | None:
     """Milliseconds since the epoch (composers, tabs) or an ISO string (bubbles), in UTC."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        try:
-            return to_iso(datetime.fromtimestamp(value / 1000, tz=UTC))
-        except (ValueError, OverflowError, OSError):
-            return None
-    if isinstance(value, str) and value:
-        try:
-            moment = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value)
-        except ValueError:
-            return None
-        return to_iso(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
-    return None
+    if isinstance(value, str):
+        return iso_to_utc(value, lenient=False)  # strict, as this importer has always read them
+    return epoch_to_utc(value)
 
 
 # --- what changed since last time ------------------------------------------------------------

@@ -25,7 +25,6 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,7 @@ from engram_cli.ingest.base import (
     decode,
     excerpt,
 )
-from engram_cli.timeutil import to_iso
+from engram_cli.ingest.common import iso_to_utc
 
 # Tools whose input is a shell command: the command is what a reader wants to see.
 _SHELL_TOOLS = frozenset({"run_shell_command", "run_command", "shell", "bash", "execute_command"})
@@ -135,7 +134,7 @@ def _record(obj: dict[str, Any]) -> _Record:
     return _Record(
         id=rid,
         type=kind,
-        at=_iso(obj.get("timestamp")),
+        at=iso_to_utc(obj.get("timestamp"), lenient=False),
         text=_parts_text(obj.get("content")),
         display=None if display is None else _parts_text(display),
         model=model if isinstance(model, str) and model else None,
@@ -161,7 +160,7 @@ def _call(obj: dict[str, Any], index: int) -> _Call:
         status=status,
         output=output,
         failed=failed,
-        at=_iso(obj.get("timestamp")),
+        at=iso_to_utc(obj.get("timestamp"), lenient=False),
     )
 
 
@@ -201,16 +200,6 @@ def _result_text(value: Any) -> tuple[str | None, bool]:
             elif isinstance(part.get("text"), str):
                 pieces.append(part["text"])
     return "\n".join(pieces), errored
-
-
-def _iso(value: Any) -> str | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value)
-    except ValueError:
-        return None
-    return to_iso(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
 
 
 # --- messages --------------------------------------------------------------------------------
@@ -453,8 +442,8 @@ def _session(path: Path, meta: Mapping[str, Any], messages: list[Message], model
         messages=messages,
         project=_project(path, meta.get("projectHash")),
         summary=meta.get("summary"),
-        started_at=_iso(meta.get("startTime")),
-        updated_at=_iso(meta.get("lastUpdated")),
+        started_at=iso_to_utc(meta.get("startTime"), lenient=False),
+        updated_at=iso_to_utc(meta.get("lastUpdated"), lenient=False),
         model=model if isinstance(model, str) else None,
         restart=restart,
     )

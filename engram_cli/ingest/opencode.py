@@ -30,7 +30,6 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -38,7 +37,7 @@ from urllib.parse import quote
 import apsw
 
 from engram_cli.ingest.base import ASSISTANT, TOOL, USER, Batch, Cursor, Importer, Message, Session, excerpt
-from engram_cli.timeutil import to_iso
+from engram_cli.ingest.common import epoch_to_utc
 
 SHELL_TOOLS = ("bash",)
 # Parts that carry no words: markers, file snapshots and attachments, sub-task plumbing.
@@ -46,16 +45,6 @@ QUIET_PARTS = ("reasoning", "step-start", "step-finish", "snapshot", "patch", "f
                "compaction")  # fmt: skip
 PARAM_CHARS = 200
 FAILED_OUTPUT = ("Traceback (most recent call last)", "FAILED", "command not found")
-
-
-def _when(ms: Any) -> str | None:
-    """ISO time of an epoch in milliseconds; None when it is not one."""
-    if isinstance(ms, bool) or not isinstance(ms, int | float):
-        return None
-    try:
-        return to_iso(datetime.fromtimestamp(ms / 1000, UTC))
-    except (OverflowError, OSError, ValueError):
-        return None
 
 
 def _digest(messages: Iterable[Message]) -> str:
@@ -124,7 +113,7 @@ def _convert(records: list[_Record], batch: Batch, where: str) -> _Converted:
         info = record.info
         role = info.get("role")
         time = _dict(info.get("time"))
-        at = _when(time.get("created"))
+        at = epoch_to_utc(time.get("created"))
         if role == USER:
             model = _dict(info.get("model")).get("modelID")
             out.model = model if isinstance(model, str) else out.model
@@ -184,14 +173,14 @@ def _tool(part_id: str, part: dict[str, Any], at: str | None, batch: Batch, wher
         batch.skip("wrong type", f"{where}/{part_id}")
         return []
     params = _dict(state.get("input"))
-    started = _when(_dict(state.get("time")).get("start")) or at
+    started = epoch_to_utc(_dict(state.get("time")).get("start")) or at
     command = params.get("command")
     if name in SHELL_TOOLS and isinstance(command, str) and command.strip():
         call = Message(role=TOOL, text=command.strip(), id=part_id, at=started, tool=name, command=command.strip())
     else:
         call = Message(role=TOOL, text=_render(params), id=part_id, at=started, tool=name)
     status = state.get("status")
-    ended = _when(_dict(state.get("time")).get("end")) or started
+    ended = epoch_to_utc(_dict(state.get("time")).get("end")) or started
     if status == "error":
         error = state.get("error")
         text = excerpt(error if isinstance(error, str) else "failed")
@@ -312,7 +301,7 @@ def _read_database(name: str, path: Path, cursor: Cursor | None) -> Batch:
         inode=st.st_ino,
         size=st.st_size,
         mtime_ns=st.st_mtime_ns,
-        last_at=_when(last),
+        last_at=epoch_to_utc(last),
         state={"wal": wal, "sessions": sessions},
     )
     return batch
@@ -347,8 +336,8 @@ def _load_database(
             id=sid,
             title=row.get("title") if isinstance(row.get("title"), str) else None,
             project=directory if isinstance(directory, str) and directory else worktree,
-            started_at=_when(row.get("time_created")),
-            updated_at=_when(mark),
+            started_at=epoch_to_utc(row.get("time_created")),
+            updated_at=epoch_to_utc(mark),
             model=model_id if isinstance(model_id, str) else None,
         )
         parts: dict[str, list[tuple[str, dict[str, Any]]]] = {}
@@ -432,8 +421,8 @@ def _read_storage(name: str, path: Path, cursor: Cursor | None) -> Batch:
         id=sid,
         title=info.get("title") if isinstance(info.get("title"), str) else None,
         project=project,
-        started_at=_when(time.get("created")),
-        updated_at=_when(time.get("updated")),
+        started_at=epoch_to_utc(time.get("created")),
+        updated_at=epoch_to_utc(time.get("updated")),
     )
     states = _sessions(name, path, [(row, records)], {sid: seen} if seen else {}, batch)
     batch.cursor = Cursor(

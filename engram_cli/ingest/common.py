@@ -1,0 +1,52 @@
+"""Helpers several importers share: reading times, spotting failures, rendering tool calls, hashing.
+
+Each importer knows its own format; what is here is the small logic that several formats need the
+same way. Where importers were written to differ in a detail that shows in what they return (a
+time they accept, how a tool's input reads), the detail is a keyword argument, so that each keeps
+returning exactly what it did and the difference stays visible at the call.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from engram_cli.timeutil import to_iso
+
+# Fractional seconds past the sixth digit (nanosecond clocks), cut before parsing: a datetime holds microseconds.
+_LONG_FRACTION = re.compile(r"(\.\d{6})\d+")
+
+
+def iso_to_utc(value: object, *, lenient: bool = True) -> str | None:
+    """An ISO 8601 timestamp as engram's UTC ``…Z`` text (no offset means UTC); None when it is not one.
+
+    ``lenient`` also forgives white space around the value and cuts fractional seconds to six
+    digits. ``lenient=False`` is the stricter reading the Gemini CLI and Cursor importers were
+    written with: such a value is refused there, not repaired, and stays refused.
+    """
+    if not isinstance(value, str) or not value:
+        return None
+    text = value.strip() if lenient else value
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    if lenient:
+        text = _LONG_FRACTION.sub(r"\1", text)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return to_iso(moment)  # a naive time is read as UTC there
+
+
+def epoch_to_utc(value: object, *, millis: bool = True) -> str | None:
+    """A Unix time, in milliseconds (``millis=False``: seconds), as UTC ISO text; None when it is not one.
+
+    Booleans are not times, though Python counts them as numbers; a value out of the range
+    ``datetime`` can hold is None as well, not an error.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return to_iso(datetime.fromtimestamp(value / 1000 if millis else value, UTC))
+    except (ValueError, OverflowError, OSError):
+        return None
