@@ -64,7 +64,7 @@ from engram_cli.ingest.base import (
     drop_tagged,
     excerpt,
 )
-from engram_cli.ingest.common import iso_to_utc
+from engram_cli.ingest.common import SHELL_FAILURE, iso_to_utc
 
 NAME = "claude-code"
 
@@ -123,10 +123,6 @@ _PERSISTED = re.compile(r"<persisted-output>(.*?)(?:</persisted-output>|$)", re.
 _PERSISTED_NOTICE = re.compile(
     r"^\s*(?:Output too large[^\n]*|Full output saved to:[^\n]*|Output has been saved to[^\n]*|Preview[^\n]*:)\s*$",
     re.M,
-)
-# Failures that a piped command (``pytest | tail``) reports in its output but not in its exit code.
-_FAILURE = re.compile(
-    r"^(?:Traceback \(most recent call last\)|FAILED\b|npm ERR!|error(?:\[E\d+\])?:)|\b\d+ failed\b", re.M
 )
 _COMMAND_LIMIT = 4000
 
@@ -407,7 +403,7 @@ class _Reader:
         call = block.get("tool_use_id")
         tool = tools.pop(call, None) if isinstance(call, str) else None
         text = _result_text(block.get("content"))
-        failed = block.get("is_error") is True or (tool in _SHELL_TOOLS and bool(_FAILURE.search(text)))
+        failed = block.get("is_error") is True or (tool in _SHELL_TOOLS and bool(SHELL_FAILURE.search(text)))
         self.messages.append(
             Message(role=TOOL, text=excerpt(text) or "(no output)", id=ident, at=at, tool=tool, is_error=failed)
         )

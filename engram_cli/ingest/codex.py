@@ -51,7 +51,7 @@ from engram_cli.ingest.base import (
     drop_tagged,
     excerpt,
 )
-from engram_cli.ingest.common import iso_to_utc
+from engram_cli.ingest.common import SHELL_FAILURE, iso_to_utc
 
 NAME = "codex"
 
@@ -83,10 +83,6 @@ _EXIT = re.compile(r"^(?:Exit code:|Process exited with code) (-?\d+)", re.M)
 _OUTPUT_MARK = re.compile(r"^Output:\n", re.M)
 # Codex's own refusal of a call, written as plain text instead of an exit code.
 _REFUSAL = re.compile(r"\A\s*(?:patch rejected|execution error|sandbox error|error:|failed to )", re.I)
-# Failures that a piped command (``pytest | tail``) reports in its output but not in its exit code.
-_FAILURE = re.compile(
-    r"^(?:Traceback \(most recent call last\)|FAILED\b|npm ERR!|error(?:\[E\d+\])?:)|\b\d+ failed\b", re.M
-)
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
 _COMMAND_LIMIT = 4000
 # A whole-JSON session is read into memory; past this it is not a conversation any more.
@@ -263,7 +259,7 @@ class _Session:
         elif tool in _SHELL_CALLS or tool == "apply_patch":
             failed = failed or bool(_REFUSAL.search(text))
         if tool in _SHELL_CALLS:
-            failed = failed or bool(_FAILURE.search(text))
+            failed = failed or bool(SHELL_FAILURE.search(text))
         self._result(call, text, failed, ident, at, tool=tool)
 
     def _result(

@@ -50,3 +50,15 @@ def epoch_to_utc(value: object, *, millis: bool = True) -> str | None:
         return to_iso(datetime.fromtimestamp(value / 1000 if millis else value, UTC))
     except (ValueError, OverflowError, OSError):
         return None
+
+
+# A failure that a command's output shows though its exit code does not (``pytest | tail`` exits 0):
+# a traceback, pytest's ``FAILED`` lines and ``N failed`` summary, npm's and compilers' error lines
+# (rustc's ``error[E0308]:``). Claude Code, Codex and Copilot CLI read it in shell tools' output.
+SHELL_FAILURE = re.compile(
+    r"^(?:Traceback \(most recent call last\)|FAILED\b|npm ERR!|error(?:\[E\d+\])?:)|\b\d+ failed\b", re.M
+)
+# What Cursor and Continue read as a failure in any tool's output. Unlike SHELL_FAILURE it takes ``FAILED``
+# anywhere in a line (unittest's ``test_x ... FAILED``) and git's ``fatal:``, but no npm or rustc lines:
+# one pattern for both would make each importer flag outputs it did not flag before.
+OUTPUT_FAILURE = re.compile(r"Traceback \(most recent call last\)|\bFAILED\b|\b\d+ failed\b|^(?:error|fatal):", re.M)

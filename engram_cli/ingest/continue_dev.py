@@ -29,14 +29,12 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from engram_cli.ingest.base import ASSISTANT, TOOL, USER, Batch, Cursor, Message, Session, decode, excerpt
-from engram_cli.ingest.common import epoch_to_utc
+from engram_cli.ingest.common import OUTPUT_FAILURE, epoch_to_utc
 from engram_cli.timeutil import to_iso
 
 INDEX = "sessions.json"
 # Continue's name for a session it has not titled yet.
 _UNTITLED = "New Session"
-# A failed command: test failures, tracebacks, compiler and shell errors.
-_OUTPUT_FAILED = re.compile(r"Traceback \(most recent call last\)|\bFAILED\b|\b\d+ failed\b|^(?:error|fatal):", re.M)
 _ARG_LIMIT = 200
 
 
@@ -176,7 +174,7 @@ def _messages(history: list[Any], batch: Batch, where: str) -> tuple[list[Messag
                 out.extend(_call(mid, call, states, answered))
         elif role == "tool":
             state = states.get(message["toolCallId"], {}) if _is_result(message) else {}
-            failed = state.get("status") == "errored" or bool(_OUTPUT_FAILED.search(text))
+            failed = state.get("status") == "errored" or bool(OUTPUT_FAILURE.search(text))
             name = _call_name(state.get("toolCall"))
             out.append(Message(TOOL, excerpt(text), id=mid, tool=name, is_error=failed))
         elif role not in ("thinking", "system"):

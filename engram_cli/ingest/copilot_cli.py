@@ -50,7 +50,7 @@ from engram_cli.ingest.base import (
     drop_tagged,
     excerpt,
 )
-from engram_cli.ingest.common import iso_to_utc
+from engram_cli.ingest.common import SHELL_FAILURE, iso_to_utc
 
 NAME = "copilot-cli"
 
@@ -61,9 +61,6 @@ _STATUS_TOOLS = frozenset({"report_intent", "task_complete"})
 _FAMILIES = frozenset({"session", "assistant", "user", "tool", "system", "subagent", "hook", "skill", "abort"})
 _LEGACY_QUIET = frozenset({"info", "warning", "error", "tool_call_requested"})
 _EXIT = re.compile(r"<exited with exit code (-?\d+)>\s*\Z")
-_FAILURE = re.compile(
-    r"^(?:Traceback \(most recent call last\)|FAILED\b|npm ERR!|error(?:\[E\d+\])?:)|\b\d+ failed\b", re.M
-)
 _COMMAND_LIMIT = 4000
 _MAX_JSON_BYTES = 256 * 1024 * 1024
 
@@ -416,7 +413,7 @@ def _failed(tool: str | None, output: str) -> bool:
     if tool not in _SHELL_TOOLS:
         return False
     code = _EXIT.search(output)
-    return (code is not None and int(code.group(1)) != 0) or bool(_FAILURE.search(output))
+    return (code is not None and int(code.group(1)) != 0) or bool(SHELL_FAILURE.search(output))
 
 
 def _session(path: Path, state: dict[str, Any], messages: list[Message], key: object, *, restart: bool) -> Session:

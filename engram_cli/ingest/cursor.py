@@ -52,15 +52,13 @@ from engram_cli.ingest.base import (
     decode,
     excerpt,
 )
-from engram_cli.ingest.common import epoch_to_utc, iso_to_utc
+from engram_cli.ingest.common import OUTPUT_FAILURE, epoch_to_utc, iso_to_utc
 
 _CHATDATA = "workbench.panel.aichat.view.aichat.chatdata"
 _PROMPTS = "aiService.prompts"
 _COMPOSERS = "composer.composerData"
 _HEADERS = "composer.composerHeaders"
 _ITEM_KEYS = (_CHATDATA, _PROMPTS, _COMPOSERS, _HEADERS)
-# A failed command: pytest/unittest failures, tracebacks, compiler and shell errors.
-_OUTPUT_FAILED = re.compile(r"Traceback \(most recent call last\)|\bFAILED\b|\b\d+ failed\b|^(?:error|fatal):", re.M)
 _ARG_LIMIT = 200
 # Directories never worth descending into when searching a tree for databases.
 _PRUNE = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", "History", "logs", "CachedData"})
@@ -545,7 +543,7 @@ def _tool_result(result: Any) -> tuple[str, bool]:
     if result is None:
         return "", False
     if isinstance(result, str):
-        return result, bool(_OUTPUT_FAILED.search(result))
+        return result, bool(OUTPUT_FAILURE.search(result))
     if not isinstance(result, dict):
         return json.dumps(result, ensure_ascii=False), False
     code = next((result[k] for k in ("exitCode", "exitCodeV2") if isinstance(result.get(k), int)), None)
@@ -556,7 +554,7 @@ def _tool_result(result: Any) -> tuple[str, bool]:
     )
     if code is not None:
         return text, code != 0 or bool(error)
-    return text, bool(error) or bool(_OUTPUT_FAILED.search(text))
+    return text, bool(error) or bool(OUTPUT_FAILURE.search(text))
 
 
 def _loose_json(value: Any) -> Any:
