@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -64,7 +64,7 @@ from engram_cli.ingest.base import (
     drop_tagged,
     excerpt,
 )
-from engram_cli.ingest.common import SHELL_FAILURE, iso_to_utc
+from engram_cli.ingest.common import SHELL_FAILURE, iso_to_utc, render_input
 
 NAME = "claude-code"
 
@@ -454,7 +454,7 @@ class _Reader:
         self.messages.append(
             Message(
                 role=TOOL,
-                text=excerpt(command or _render_input(arguments)),
+                text=excerpt(command or render_input(arguments, limit=120, tidy_cut=False)),
                 id=call or f"L{lineno}",
                 at=at,
                 tool=name,
@@ -564,22 +564,6 @@ def _result_text(content: object) -> str:
         # The full output went to tool-results/*.txt; the inline preview is its head, which is what an excerpt keeps.
         text = _PERSISTED_NOTICE.sub("", spilled.group(1))
     return text.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
-
-
-def _render_input(arguments: object) -> str:
-    """A tool's input on one line: ``key=value`` pairs, each value cut short."""
-    if isinstance(arguments, dict):
-        items: Iterable[tuple[object, object]] = arguments.items()
-    elif arguments is None:
-        return ""
-    else:
-        items = [("input", arguments)]
-    parts = []
-    for name, value in items:
-        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-        shown = " ".join(shown.split())
-        parts.append(f"{name}={shown[:120] + ' …' if len(shown) > 120 else shown}")
-    return ", ".join(parts)
 
 
 def _clip(command: str) -> str:

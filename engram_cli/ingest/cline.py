@@ -54,7 +54,7 @@ from engram_cli.ingest.base import (
     drop_tagged,
     excerpt,
 )
-from engram_cli.ingest.common import epoch_to_utc
+from engram_cli.ingest.common import epoch_to_utc, render_input
 from engram_cli.timeutil import to_iso
 
 API_FILE = "api_conversation_history.json"
@@ -135,18 +135,6 @@ def digest(messages: Iterable[Message]) -> str:
     """A fingerprint of messages as read, to tell whether a rewritten file changed what was read."""
     rows = [[m.id, m.role, m.text, m.tool, m.command, m.is_error] for m in messages]
     return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
-
-
-def _render(params: Iterable[tuple[str, Any]]) -> str:
-    """A compact one-line rendering of a tool's input: ``key=value`` with long values cut."""
-    parts = []
-    for key, value in params:
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        text = " ".join(text.split())
-        if len(text) > PARAM_CHARS:
-            text = text[:PARAM_CHARS].rstrip() + " …"
-        parts.append(f"{key}={text}")
-    return excerpt(" ".join(parts))
 
 
 def _leaves(body: str, depth: int = 0) -> list[tuple[str, str]]:
@@ -342,7 +330,7 @@ class _Conversation:
         command = params.get("command")
         if name in COMMAND_TOOLS and isinstance(command, str) and command.strip():
             return [Message(role=TOOL, text=command.strip(), tool=name, command=command.strip())]
-        return [Message(role=TOOL, text=_render(params.items()), tool=name)]
+        return [Message(role=TOOL, text=excerpt(render_input(params, limit=PARAM_CHARS, separator=" ")), tool=name)]
 
 
 def _load(path: Path, batch: Batch) -> Any:

@@ -51,7 +51,7 @@ from engram_cli.ingest.base import (
     drop_tagged,
     excerpt,
 )
-from engram_cli.ingest.common import SHELL_FAILURE, iso_to_utc
+from engram_cli.ingest.common import SHELL_FAILURE, iso_to_utc, render_input
 
 NAME = "codex"
 
@@ -235,12 +235,12 @@ class _Session:
         elif kind == "custom_tool_call":
             name = str(payload.get("name") or "tool")
             raw = payload.get("input")
-            text = _render_patch(raw) if isinstance(raw, str) else _render(raw)
+            text = _render_patch(raw) if isinstance(raw, str) else render_input(raw, limit=120, tidy_cut=False)
         else:
             name = str(payload.get("name") or "tool")
             arguments = _arguments(payload.get("arguments"))
             command = _command(arguments) if name in _SHELL_CALLS else None
-            text = command or _render(arguments)
+            text = command or render_input(arguments, limit=120, tidy_cut=False)
         names: dict[str, str] = self.state.setdefault("calls", {})
         if call:
             names[call] = name
@@ -513,20 +513,6 @@ def _envelope_output(parsed: dict[str, Any]) -> tuple[str, int | None, bool]:
     code = metadata.get("exit_code") if isinstance(metadata, dict) else None
     failed = parsed.get("success") is False or parsed.get("isError") is True
     return text, code if isinstance(code, int) and not isinstance(code, bool) else None, failed
-
-
-def _render(arguments: object) -> str:
-    """A call's arguments on one line: ``key=value`` pairs, each value cut short."""
-    if arguments is None:
-        return ""
-    if not isinstance(arguments, dict):
-        arguments = {"input": arguments}
-    parts = []
-    for name, value in arguments.items():
-        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-        shown = " ".join(shown.split())
-        parts.append(f"{name}={shown[:120] + ' …' if len(shown) > 120 else shown}")
-    return ", ".join(parts)
 
 
 def _render_patch(patch: str) -> str:

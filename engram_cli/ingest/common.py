@@ -8,7 +8,9 @@ returning exactly what it did and the difference stays visible at the call.
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from engram_cli.timeutil import to_iso
@@ -62,3 +64,28 @@ SHELL_FAILURE = re.compile(
 # anywhere in a line (unittest's ``test_x ... FAILED``) and git's ``fatal:``, but no npm or rustc lines:
 # one pattern for both would make each importer flag outputs it did not flag before.
 OUTPUT_FAILURE = re.compile(r"Traceback \(most recent call last\)|\bFAILED\b|\b\d+ failed\b|^(?:error|fatal):", re.M)
+
+
+def render_input(
+    arguments: object, *, limit: int, separator: str = ", ", fold_space: bool = True, tidy_cut: bool = True
+) -> str:
+    """A tool call's input on one line: ``key=value`` pairs, each value cut to ``limit`` characters + `` …``.
+
+    A mapping gives its items, None gives "", anything else one ``input=…`` pair. A value that is
+    not text is shown as JSON. ``fold_space`` turns each run of white space (newlines too) into
+    one space; ``tidy_cut`` drops the white space a cut leaves before the `` …``. The importers
+    were written with different choices for these and for ``limit`` and ``separator``, and the
+    text is stored as the message, so each passes its own. The result is not excerpted.
+    """
+    if arguments is None:
+        return ""
+    items = arguments.items() if isinstance(arguments, Mapping) else [("input", arguments)]
+    parts = []
+    for key, value in items:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        if fold_space:
+            text = " ".join(text.split())
+        if len(text) > limit:
+            text = (text[:limit].rstrip() if tidy_cut else text[:limit]) + " …"
+        parts.append(f"{key}={text}")
+    return separator.join(parts)

@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from engram_cli.ingest.base import ASSISTANT, TOOL, USER, Batch, Cursor, Message, Session, decode, excerpt
-from engram_cli.ingest.common import OUTPUT_FAILURE, epoch_to_utc
+from engram_cli.ingest.common import OUTPUT_FAILURE, epoch_to_utc, render_input
 from engram_cli.timeutil import to_iso
 
 INDEX = "sessions.json"
@@ -264,13 +264,7 @@ def _render_args(args: Any) -> str:
         return excerpt(args)
     if not isinstance(args, dict):
         return ""
-    parts = []
-    for key, value in args.items():
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        if len(text) > _ARG_LIMIT:
-            text = text[:_ARG_LIMIT].rstrip() + " …"
-        parts.append(f"{key}={text}")
-    return excerpt(", ".join(parts))
+    return excerpt(render_input(args, limit=_ARG_LIMIT, fold_space=False))
 
 
 def _title(value: Any) -> str | None:

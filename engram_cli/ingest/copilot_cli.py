@@ -50,7 +50,7 @@ from engram_cli.ingest.base import (
     drop_tagged,
     excerpt,
 )
-from engram_cli.ingest.common import SHELL_FAILURE, iso_to_utc
+from engram_cli.ingest.common import SHELL_FAILURE, iso_to_utc, render_input
 
 NAME = "copilot-cli"
 
@@ -405,7 +405,8 @@ def _call_message(call: str, tool: str, arguments: object, at: str | None) -> Me
     if tool in _SHELL_TOOLS and isinstance(arguments, dict) and isinstance(arguments.get("command"), str):
         command = arguments["command"].strip()
         command = (command if len(command) <= _COMMAND_LIMIT else command[:_COMMAND_LIMIT] + " …") or None
-    return Message(role=TOOL, text=excerpt(command or _render(arguments)), id=call, at=at, tool=tool, command=command)
+    text = excerpt(command or render_input(arguments, limit=120, tidy_cut=False))
+    return Message(role=TOOL, text=text, id=call, at=at, tool=tool, command=command)
 
 
 def _failed(tool: str | None, output: str) -> bool:
@@ -442,20 +443,6 @@ def _moment(state: dict[str, Any], at: str | None) -> None:
 
 def _digest(canonical: list[str]) -> str:
     return hashlib.sha256("\n".join(canonical).encode("utf-8")).hexdigest()
-
-
-def _render(arguments: object) -> str:
-    """A call's arguments on one line: ``key=value`` pairs, each value cut short."""
-    if arguments is None:
-        return ""
-    if not isinstance(arguments, dict):
-        arguments = {"input": arguments}
-    parts = []
-    for name, value in arguments.items():
-        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-        shown = " ".join(shown.split())
-        parts.append(f"{name}={shown[:120] + ' …' if len(shown) > 120 else shown}")
-    return ", ".join(parts)
 
 
 IMPORTER = CopilotCliImporter()

@@ -52,7 +52,7 @@ from engram_cli.ingest.base import (
     decode,
     excerpt,
 )
-from engram_cli.ingest.common import OUTPUT_FAILURE, epoch_to_utc, iso_to_utc
+from engram_cli.ingest.common import OUTPUT_FAILURE, epoch_to_utc, iso_to_utc, render_input
 
 _CHATDATA = "workbench.panel.aichat.view.aichat.chatdata"
 _PROMPTS = "aiService.prompts"
@@ -572,13 +572,7 @@ def _render_args(args: Any) -> str:
         return excerpt(args)
     if not isinstance(args, dict):
         return excerpt(json.dumps(args, ensure_ascii=False)) if args is not None else ""
-    parts = []
-    for key, value in args.items():
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        if len(text) > _ARG_LIMIT:
-            text = text[:_ARG_LIMIT].rstrip() + " …"
-        parts.append(f"{key}={text}")
-    return excerpt(", ".join(parts))
+    return excerpt(render_input(args, limit=_ARG_LIMIT, fold_space=False))
 
 
 def _text(value: Any) -> str:

@@ -40,7 +40,7 @@ from engram_cli.ingest.base import (
     decode,
     excerpt,
 )
-from engram_cli.ingest.common import iso_to_utc
+from engram_cli.ingest.common import iso_to_utc, render_input
 
 # Tools whose input is a shell command: the command is what a reader wants to see.
 _SHELL_TOOLS = frozenset({"run_shell_command", "run_command", "shell", "bash", "execute_command"})
@@ -225,7 +225,7 @@ def _messages(rec: _Record) -> list[Message]:
             rendered = command or ""
         else:
             command = None
-            rendered = _render_args(call.args)
+            rendered = excerpt(render_input(call.args, limit=_ARG_LIMIT, fold_space=False))
         out.append(Message(TOOL, rendered, id=cid, at=at, tool=call.name, command=command))
         if call.output is not None and (call.output.strip() or call.failed):
             out.append(
@@ -243,16 +243,6 @@ def _user_text(rec: _Record) -> str:
     if rec.display is not None:
         return rec.display.strip()
     return _REFERENCED_FILES.sub("", rec.text).strip()
-
-
-def _render_args(args: dict[str, Any]) -> str:
-    parts = []
-    for key, value in args.items():
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        if len(text) > _ARG_LIMIT:
-            text = text[:_ARG_LIMIT].rstrip() + " …"
-        parts.append(f"{key}={text}")
-    return excerpt(", ".join(parts))
 
 
 def _fingerprint(message: Message) -> str:

@@ -37,7 +37,7 @@ from urllib.parse import quote
 import apsw
 
 from engram_cli.ingest.base import ASSISTANT, TOOL, USER, Batch, Cursor, Importer, Message, Session, excerpt
-from engram_cli.ingest.common import epoch_to_utc
+from engram_cli.ingest.common import epoch_to_utc, render_input
 
 SHELL_TOOLS = ("bash",)
 # Parts that carry no words: markers, file snapshots and attachments, sub-task plumbing.
@@ -51,16 +51,6 @@ def _digest(messages: Iterable[Message]) -> str:
     """A fingerprint of messages as read, to tell whether earlier messages changed since."""
     rows = [[m.id, m.role, m.text, m.tool, m.command, m.is_error] for m in messages]
     return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
-
-
-def _render(params: Mapping[str, Any]) -> str:
-    """A tool's input on one line, ``key=value`` with long values cut."""
-    parts = []
-    for key, value in params.items():
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        text = " ".join(text.split())
-        parts.append(f"{key}={text if len(text) <= PARAM_CHARS else text[:PARAM_CHARS].rstrip() + ' …'}")
-    return excerpt(" ".join(parts))
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -178,7 +168,8 @@ def _tool(part_id: str, part: dict[str, Any], at: str | None, batch: Batch, wher
     if name in SHELL_TOOLS and isinstance(command, str) and command.strip():
         call = Message(role=TOOL, text=command.strip(), id=part_id, at=started, tool=name, command=command.strip())
     else:
-        call = Message(role=TOOL, text=_render(params), id=part_id, at=started, tool=name)
+        rendered = excerpt(render_input(params, limit=PARAM_CHARS, separator=" "))
+        call = Message(role=TOOL, text=rendered, id=part_id, at=started, tool=name)
     status = state.get("status")
     ended = epoch_to_utc(_dict(state.get("time")).get("end")) or started
     if status == "error":
