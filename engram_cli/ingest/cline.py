@@ -32,10 +32,9 @@ made from one entry.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -54,7 +53,7 @@ from engram_cli.ingest.base import (
     drop_tagged,
     excerpt,
 )
-from engram_cli.ingest.common import epoch_to_utc, render_input
+from engram_cli.ingest.common import epoch_to_utc, messages_digest, prefix_unchanged, render_input
 from engram_cli.timeutil import to_iso
 
 API_FILE = "api_conversation_history.json"
@@ -129,12 +128,6 @@ def _title(text: str | None) -> str | None:
         if line:
             return line if len(line) <= TITLE_CHARS else line[:TITLE_CHARS].rstrip() + " …"
     return None
-
-
-def digest(messages: Iterable[Message]) -> str:
-    """A fingerprint of messages as read, to tell whether a rewritten file changed what was read."""
-    rows = [[m.id, m.role, m.text, m.tool, m.command, m.is_error] for m in messages]
-    return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
 
 
 def _leaves(body: str, depth: int = 0) -> list[tuple[str, str]]:
@@ -529,7 +522,7 @@ class TaskImporter:
         count = int(seen.get("count", 0))
         if cursor is None or count == 0:
             session.messages = messages
-        elif count <= len(messages) and digest(messages[:count]) == seen.get("digest"):
+        elif prefix_unchanged(messages, count, seen.get("digest"), messages_digest):
             session.messages = messages[count:]
         else:
             session.messages, session.restart = messages, True
@@ -543,7 +536,7 @@ class TaskImporter:
             mtime_ns=st.st_mtime_ns,
             last_id=last.id if last else None,
             last_at=conversation.last_at,
-            state={"count": len(messages), "digest": digest(messages)},
+            state={"count": len(messages), "digest": messages_digest(messages)},
         )
         return batch
 

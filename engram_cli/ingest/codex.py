@@ -30,7 +30,6 @@ same prompts with their answers.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shlex
@@ -51,7 +50,7 @@ from engram_cli.ingest.base import (
     drop_tagged,
     excerpt,
 )
-from engram_cli.ingest.common import SHELL_FAILURE, iso_to_utc, render_input
+from engram_cli.ingest.common import SHELL_FAILURE, iso_to_utc, lines_digest, prefix_unchanged, render_input
 
 NAME = "codex"
 
@@ -387,8 +386,8 @@ def _read_whole(path: Path, stat: Any, fresh: Cursor, cursor: Cursor | None) -> 
         count = cursor.state.get("items", 0)
         if (
             isinstance(count, int)
-            and 0 < count <= len(items)
-            and _digest(canonical[:count]) == cursor.state.get("digest")
+            and count > 0
+            and prefix_unchanged(canonical, count, cursor.state.get("digest"), lines_digest)
         ):
             seen = count
     for index, item in enumerate(items):
@@ -401,7 +400,7 @@ def _read_whole(path: Path, stat: Any, fresh: Cursor, cursor: Cursor | None) -> 
         if index < seen:
             del parser.messages[before:]  # returned by an earlier read
     restart = cursor is not None and seen == 0 and bool(cursor.state.get("items"))
-    fresh.state = {"items": len(items), "digest": _digest(canonical)}
+    fresh.state = {"items": len(items), "digest": lines_digest(canonical)}
     if parser.messages or restart:
         batch.sessions.append(parser.session(restart))
     return batch
@@ -411,10 +410,6 @@ def _kind(record: dict[str, Any]) -> str | None:
     """A record's ``type`` when it is a string (anything else is no type at all)."""
     kind = record.get("type")
     return kind if isinstance(kind, str) else None
-
-
-def _digest(canonical: list[str]) -> str:
-    return hashlib.sha256("\n".join(canonical).encode("utf-8")).hexdigest()
 
 
 def _key_from_name(path: Path) -> str:

@@ -8,12 +8,17 @@ returning exactly what it did and the difference stays visible at the call.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from typing import TypeVar
 
+from engram_cli.ingest.base import Message
 from engram_cli.timeutil import to_iso
+
+T = TypeVar("T")
 
 # Fractional seconds past the sixth digit (nanosecond clocks), cut before parsing: a datetime holds microseconds.
 _LONG_FRACTION = re.compile(r"(\.\d{6})\d+")
@@ -89,3 +94,40 @@ def render_input(
             text = (text[:limit].rstrip() if tidy_cut else text[:limit]) + " …"
         parts.append(f"{key}={text}")
     return separator.join(parts)
+
+
+# A source rewritten in place (a whole-JSON session, a database) is compared with what the cursor
+# remembers of the last read: how many items were returned, and a digest of them. The three digests
+# are not interchangeable: each is stored in the cursors of the importers that use it, and another
+# one would make every stored cursor look changed (the whole session read again, as a restart).
+
+
+def lines_digest(lines: Sequence[str]) -> str:
+    """SHA-256 of items as canonical JSON texts, one a line (Codex and Copilot CLI whole-file sessions)."""
+    return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+
+
+def chain_digest(messages: Iterable[Message]) -> str:
+    """A short chained SHA-1 of messages as read (Cursor and Continue)."""
+    digest = hashlib.sha1()
+    for m in messages:
+        digest.update(
+            "\x1f".join([m.id or "", m.role, m.text, m.tool or "", m.command or "", str(m.is_error)]).encode()
+        )
+        digest.update(b"\x1e")
+    return digest.hexdigest()[:16]
+
+
+def messages_digest(messages: Iterable[Message]) -> str:
+    """SHA-256 of messages as read, as JSON rows (Cline, Roo Code and OpenCode)."""
+    rows = [[m.id, m.role, m.text, m.tool, m.command, m.is_error] for m in messages]
+    return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
+
+
+def prefix_unchanged(items: Sequence[T], count: int, mark: object, digest: Callable[[Sequence[T]], str]) -> bool:
+    """The first ``count`` items are what an earlier read returned: they are there still, and hash to ``mark``.
+
+    When they are, only the items after them are new; when not, something already returned was
+    edited, removed or reordered, and the importer returns the whole session with ``restart``.
+    """
+    return count <= len(items) and digest(items[:count]) == mark

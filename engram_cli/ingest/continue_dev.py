@@ -19,7 +19,6 @@ or deleted message) returns the whole session as a restart.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -29,7 +28,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from engram_cli.ingest.base import ASSISTANT, TOOL, USER, Batch, Cursor, Message, Session, decode, excerpt
-from engram_cli.ingest.common import OUTPUT_FAILURE, epoch_to_utc, render_input
+from engram_cli.ingest.common import OUTPUT_FAILURE, chain_digest, epoch_to_utc, prefix_unchanged, render_input
 from engram_cli.timeutil import to_iso
 
 INDEX = "sessions.json"
@@ -83,12 +82,12 @@ class ContinueImporter:
         seen = previous.get("seen")
         new, restart = messages, False
         if isinstance(seen, int) and isinstance(previous.get("hash"), str):
-            if seen <= len(messages) and _chain(messages[:seen]) == previous["hash"]:
+            if prefix_unchanged(messages, seen, previous["hash"], chain_digest):
                 new = messages[seen:]
             else:
                 restart = True  # a message already returned was edited or deleted
         title = _title(doc.get("title")) or _title(listed.get("title"))
-        batch.cursor.state = {"seen": len(messages), "hash": _chain(messages), "title": title, "summary": summary}
+        batch.cursor.state = {"seen": len(messages), "hash": chain_digest(messages), "title": title, "summary": summary}
         changed = title != previous.get("title") or summary != previous.get("summary")
         if new or restart or (changed and cursor is not None):
             workspace = doc.get("workspaceDirectory") or listed.get("workspaceDirectory")
@@ -287,13 +286,3 @@ def _uri_path(uri: str) -> str | None:
     if re.match(r"^/[A-Za-z]:", path):
         path = path[1:]
     return path or None
-
-
-def _chain(messages: list[Message]) -> str:
-    digest = hashlib.sha1()
-    for m in messages:
-        digest.update(
-            "\x1f".join([m.id or "", m.role, m.text, m.tool or "", m.command or "", str(m.is_error)]).encode()
-        )
-        digest.update(b"\x1e")
-    return digest.hexdigest()[:16]

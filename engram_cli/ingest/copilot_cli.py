@@ -30,7 +30,6 @@ that names its own directory, so neither variable can be checked from the file i
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -50,7 +49,7 @@ from engram_cli.ingest.base import (
     drop_tagged,
     excerpt,
 )
-from engram_cli.ingest.common import SHELL_FAILURE, iso_to_utc, render_input
+from engram_cli.ingest.common import SHELL_FAILURE, iso_to_utc, lines_digest, prefix_unchanged, render_input
 
 NAME = "copilot-cli"
 
@@ -309,8 +308,8 @@ def _read_legacy(path: Path, stat: Any, fresh: Cursor, cursor: Cursor | None) ->
         count = cursor.state.get("entries", 0)
         if (
             isinstance(count, int)
-            and 0 < count <= len(entries)
-            and _digest(canonical[:count]) == cursor.state.get("digest")
+            and count > 0
+            and prefix_unchanged(canonical, count, cursor.state.get("digest"), lines_digest)
         ):
             seen = count
     messages: list[Message] = []
@@ -326,7 +325,7 @@ def _read_legacy(path: Path, stat: Any, fresh: Cursor, cursor: Cursor | None) ->
         if index >= seen:
             messages.extend(found)
     restart = cursor is not None and seen == 0 and bool(cursor.state.get("entries"))
-    fresh.state = {"entries": len(entries), "digest": _digest(canonical)}
+    fresh.state = {"entries": len(entries), "digest": lines_digest(canonical)}
     key = obj.get("sessionId") if isinstance(obj.get("sessionId"), str) and obj.get("sessionId") else None
     if messages or restart:
         batch.sessions.append(_session(path, state, messages, key, restart=restart))
@@ -439,10 +438,6 @@ def _moment(state: dict[str, Any], at: str | None) -> None:
     if at:
         state["started"] = min(at, state.get("started", at))
         state["updated"] = max(at, state.get("updated", at))
-
-
-def _digest(canonical: list[str]) -> str:
-    return hashlib.sha256("\n".join(canonical).encode("utf-8")).hexdigest()
 
 
 IMPORTER = CopilotCliImporter()

@@ -52,7 +52,14 @@ from engram_cli.ingest.base import (
     decode,
     excerpt,
 )
-from engram_cli.ingest.common import OUTPUT_FAILURE, epoch_to_utc, iso_to_utc, render_input
+from engram_cli.ingest.common import (
+    OUTPUT_FAILURE,
+    chain_digest,
+    epoch_to_utc,
+    iso_to_utc,
+    prefix_unchanged,
+    render_input,
+)
 
 _CHATDATA = "workbench.panel.aichat.view.aichat.chatdata"
 _PROMPTS = "aiService.prompts"
@@ -617,16 +624,6 @@ def _time(value: Any) -> str | None:
 # --- what changed since last time ------------------------------------------------------------
 
 
-def _chain(messages: list[Message]) -> str:
-    digest = hashlib.sha1()
-    for m in messages:
-        digest.update(
-            "\x1f".join([m.id or "", m.role, m.text, m.tool or "", m.command or "", str(m.is_error)]).encode()
-        )
-        digest.update(b"\x1e")
-    return digest.hexdigest()[:16]
-
-
 def _compare(conversations: list[_Conversation], previous: dict[str, Any], batch: Batch) -> dict[str, Any]:
     """Add to ``batch`` what is new in each conversation; return the state to remember."""
     state: dict[str, Any] = {}
@@ -643,11 +640,11 @@ def _compare(conversations: list[_Conversation], previous: dict[str, Any], batch
         new = messages
         if isinstance(old, list) and len(old) == 3 and isinstance(old[1], int):
             seen = old[1]
-            if seen <= len(messages) and _chain(messages[:seen]) == old[2]:
+            if prefix_unchanged(messages, seen, old[2], chain_digest):
                 new = messages[seen:]
             else:
                 restart = True  # something already returned was edited, removed or reordered
-        state[conv.key] = [conv.marker, len(messages), _chain(messages)]
+        state[conv.key] = [conv.marker, len(messages), chain_digest(messages)]
         if new or restart:
             batch.sessions.append(
                 Session(

@@ -26,9 +26,8 @@ changed sessions are re-read, and they return the messages after those, or every
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from urllib.parse import quote
 import apsw
 
 from engram_cli.ingest.base import ASSISTANT, TOOL, USER, Batch, Cursor, Importer, Message, Session, excerpt
-from engram_cli.ingest.common import epoch_to_utc, render_input
+from engram_cli.ingest.common import epoch_to_utc, messages_digest, prefix_unchanged, render_input
 
 SHELL_TOOLS = ("bash",)
 # Parts that carry no words: markers, file snapshots and attachments, sub-task plumbing.
@@ -45,12 +44,6 @@ QUIET_PARTS = ("reasoning", "step-start", "step-finish", "snapshot", "patch", "f
                "compaction")  # fmt: skip
 PARAM_CHARS = 200
 FAILED_OUTPUT = ("Traceback (most recent call last)", "FAILED", "command not found")
-
-
-def _digest(messages: Iterable[Message]) -> str:
-    """A fingerprint of messages as read, to tell whether earlier messages changed since."""
-    rows = [[m.id, m.role, m.text, m.tool, m.command, m.is_error] for m in messages]
-    return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -211,13 +204,13 @@ def _sessions(
         )
         if count == 0:
             session.messages = messages
-        elif count <= len(messages) and _digest(messages[:count]) == before.get("d"):
+        elif prefix_unchanged(messages, count, before.get("d"), messages_digest):
             session.messages = messages[count:]
         else:
             session.messages, session.restart = messages, True
         if session.messages or session.restart:
             batch.sessions.append(session)
-        states[row.id] = {"n": len(messages), "d": _digest(messages)}
+        states[row.id] = {"n": len(messages), "d": messages_digest(messages)}
     return states
 
 
