@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
+from urllib.parse import unquote, urlparse
 
 from engram_cli.ingest.base import Message
 from engram_cli.timeutil import to_iso
@@ -131,3 +132,20 @@ def prefix_unchanged(items: Sequence[T], count: int, mark: object, digest: Calla
     edited, removed or reordered, and the importer returns the whole session with ``restart``.
     """
     return count <= len(items) and digest(items[:count]) == mark
+
+
+def uri_path(uri: str, *, drive_letters: bool = True) -> str | None:
+    """The path of a ``file://`` (or remote) URI, or the text itself when it is a plain path; None when empty.
+
+    Windows drive paths lose the slash a URI puts before them (``/C:/src`` is ``C:/src``). With
+    ``drive_letters`` a one-letter scheme is taken for a drive (``C:\\src`` is a plain path), as
+    Continue, which stores plain paths in older versions, needs; the Cursor importer passes False
+    and reads such text as a URI, as it always has.
+    """
+    parsed = urlparse(uri)
+    if not parsed.scheme or (drive_letters and len(parsed.scheme) == 1):
+        return uri or None
+    path = unquote(parsed.path)
+    if re.match(r"^/[A-Za-z]:", path):
+        path = path[1:]
+    return path or None

@@ -20,15 +20,20 @@ or deleted message) returns the whole session as a restart.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 from engram_cli.ingest.base import ASSISTANT, TOOL, USER, Batch, Cursor, Message, Session, decode, excerpt
-from engram_cli.ingest.common import OUTPUT_FAILURE, chain_digest, epoch_to_utc, prefix_unchanged, render_input
+from engram_cli.ingest.common import (
+    OUTPUT_FAILURE,
+    chain_digest,
+    epoch_to_utc,
+    prefix_unchanged,
+    render_input,
+    uri_path,
+)
 from engram_cli.timeutil import to_iso
 
 INDEX = "sessions.json"
@@ -98,7 +103,7 @@ class ContinueImporter:
                     key=key,
                     path=str(path),
                     messages=new,
-                    project=_uri_path(workspace) if isinstance(workspace, str) else None,
+                    project=uri_path(workspace) if isinstance(workspace, str) else None,
                     title=title,
                     summary=summary,
                     started_at=_time(listed.get("dateCreated")),
@@ -275,14 +280,3 @@ def _time(value: Any) -> str | None:
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
     return epoch_to_utc(value)
-
-
-def _uri_path(uri: str) -> str | None:
-    """The path of a ``file://`` URI (older versions store a plain path); Windows drives lose the slash."""
-    parsed = urlparse(uri)
-    if not parsed.scheme or len(parsed.scheme) == 1:  # a plain path, or a Windows drive letter
-        return uri or None
-    path = unquote(parsed.path)
-    if re.match(r"^/[A-Za-z]:", path):
-        path = path[1:]
-    return path or None

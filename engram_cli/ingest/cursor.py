@@ -32,12 +32,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote, urlparse
+from urllib.parse import quote
 
 import apsw
 
@@ -59,6 +58,7 @@ from engram_cli.ingest.common import (
     iso_to_utc,
     prefix_unchanged,
     render_input,
+    uri_path,
 )
 
 _CHATDATA = "workbench.panel.aichat.view.aichat.chatdata"
@@ -512,14 +512,8 @@ def _workspace_folder(directory: Path) -> str | None:
 
 
 def _uri_path(uri: str) -> str | None:
-    """The path of a ``file://`` (or remote) URI; Windows drive paths lose the leading slash."""
-    parsed = urlparse(uri)
-    if not parsed.scheme:
-        return uri or None
-    path = unquote(parsed.path)
-    if re.match(r"^/[A-Za-z]:", path):
-        path = path[1:]
-    return path or None
+    """The path of a ``file://`` (or remote) URI; a one-letter scheme is a URI's too, not a drive."""
+    return uri_path(uri, drive_letters=False)
 
 
 # --- messages --------------------------------------------------------------------------------
