@@ -60,9 +60,9 @@ from engram_cli.ingest.base import (
     Message,
     Session,
     complete_lines,
-    decode,
     drop_tagged,
     excerpt,
+    json_line,
 )
 from engram_cli.ingest.common import SHELL_FAILURE, iso_to_utc, render_input
 
@@ -241,17 +241,8 @@ class _Reader:
         for lineno, end, raw in complete_lines(self.path, self.offset, self.batch, lines):
             self.batch.cursor.offset = end
             self.state["lines"] = lineno
-            where = f"{self.path}:{lineno}"
-            text = decode(raw, self.batch, where)
-            if text is None or not text.strip():
-                continue
-            try:
-                obj = json.loads(text)
-            except (ValueError, RecursionError):
-                self.batch.skip("invalid JSON", where)
-                continue
-            if not isinstance(obj, dict):
-                self.batch.skip("not a JSON object", where)
+            obj = json_line(raw, self.batch, f"{self.path}:{lineno}")
+            if obj is None:
                 continue
             uuid = obj.get("uuid")
             parent = obj.get("parentUuid")

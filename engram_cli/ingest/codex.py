@@ -46,9 +46,10 @@ from engram_cli.ingest.base import (
     Message,
     Session,
     complete_lines,
-    decode,
     drop_tagged,
     excerpt,
+    json_document,
+    json_line,
 )
 from engram_cli.ingest.common import SHELL_FAILURE, iso_to_utc, lines_digest, prefix_unchanged, render_input
 
@@ -84,8 +85,7 @@ _OUTPUT_MARK = re.compile(r"^Output:\n", re.M)
 _REFUSAL = re.compile(r"\A\s*(?:patch rejected|execution error|sandbox error|error:|failed to )", re.I)
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
 _COMMAND_LIMIT = 4000
-# A whole-JSON session is read into memory; past this it is not a conversation any more.
-_MAX_JSON_BYTES = 256 * 1024 * 1024
+_NOT_A_SESSION = "not a Codex session"
 
 
 class CodexImporter:
@@ -315,16 +315,8 @@ class _Lines:
 
     def _line(self, lineno: int, raw: bytes) -> None:
         where = f"{self.path}:{lineno}"
-        text = decode(raw, self.batch, where)
-        if text is None or not text.strip():
-            return
-        try:
-            obj = json.loads(text)
-        except (ValueError, RecursionError):
-            self.batch.skip("invalid JSON", where)
-            return
-        if not isinstance(obj, dict):
-            self.batch.skip("not a JSON object", where)
+        obj = json_line(raw, self.batch, where)
+        if obj is None:
             return
         ident = f"L{lineno}"
         if "payload" in obj:
@@ -361,20 +353,12 @@ def _read_whole(path: Path, stat: Any, fresh: Cursor, cursor: Cursor | None) -> 
     """A TypeScript-era ``{session, items}`` file: rewritten whole, so compare with what was returned."""
     batch = Batch([], fresh)
     where = str(path)
-    if stat.st_size > _MAX_JSON_BYTES:
-        batch.skip("file too large", where)
+    obj = json_document(path, stat.st_size, batch, not_ours=_NOT_A_SESSION)
+    if obj is None:
         return batch
-    text = decode(path.read_bytes(), batch, where)
-    if text is None:
-        return batch
-    try:
-        obj = json.loads(text)
-    except (ValueError, RecursionError):
-        batch.skip("invalid JSON", where)
-        return batch
-    items = obj.get("items") if isinstance(obj, dict) else None
+    items = obj.get("items")
     if not isinstance(items, list):
-        batch.skip("not a Codex session", where)
+        batch.skip(_NOT_A_SESSION, where)
         return batch
     header = obj.get("session")
     parser = _Session(path, batch, {})

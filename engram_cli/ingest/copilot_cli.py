@@ -45,9 +45,10 @@ from engram_cli.ingest.base import (
     Message,
     Session,
     complete_lines,
-    decode,
     drop_tagged,
     excerpt,
+    json_document,
+    json_line,
 )
 from engram_cli.ingest.common import SHELL_FAILURE, iso_to_utc, lines_digest, prefix_unchanged, render_input
 
@@ -61,7 +62,7 @@ _FAMILIES = frozenset({"session", "assistant", "user", "tool", "system", "subage
 _LEGACY_QUIET = frozenset({"info", "warning", "error", "tool_call_requested"})
 _EXIT = re.compile(r"<exited with exit code (-?\d+)>\s*\Z")
 _COMMAND_LIMIT = 4000
-_MAX_JSON_BYTES = 256 * 1024 * 1024
+_NOT_A_SESSION = "not a Copilot CLI session"
 
 
 class CopilotCliImporter:
@@ -153,16 +154,8 @@ class _Events:
 
     def _line(self, lineno: int, raw: bytes) -> None:
         where = f"{self.path}:{lineno}"
-        text = decode(raw, self.batch, where)
-        if text is None or not text.strip():
-            return
-        try:
-            event = json.loads(text)
-        except (ValueError, RecursionError):
-            self.batch.skip("invalid JSON", where)
-            return
-        if not isinstance(event, dict):
-            self.batch.skip("not a JSON object", where)
+        event = json_line(raw, self.batch, where)
+        if event is None:
             return
         kind = event.get("type")
         if not isinstance(kind, str) or kind.split(".")[0] not in _FAMILIES:
@@ -282,19 +275,11 @@ def _read_legacy(path: Path, stat: Any, fresh: Cursor, cursor: Cursor | None) ->
     """A legacy ``{sessionId, startTime, chatMessages, timeline}`` dump: rewritten whole."""
     batch = Batch([], fresh)
     where = str(path)
-    if stat.st_size > _MAX_JSON_BYTES:
-        batch.skip("file too large", where)
+    obj = json_document(path, stat.st_size, batch, not_ours=_NOT_A_SESSION)
+    if obj is None:
         return batch
-    text = decode(path.read_bytes(), batch, where)
-    if text is None:
-        return batch
-    try:
-        obj = json.loads(text)
-    except (ValueError, RecursionError):
-        batch.skip("invalid JSON", where)
-        return batch
-    if not isinstance(obj, dict) or not isinstance(obj.get("timeline", obj.get("chatMessages")), list):
-        batch.skip("not a Copilot CLI session", where)
+    if not isinstance(obj.get("timeline", obj.get("chatMessages")), list):
+        batch.skip(_NOT_A_SESSION, where)
         return batch
     timeline = obj["timeline"] if isinstance(obj.get("timeline"), list) else []
     chat = obj["chatMessages"] if isinstance(obj.get("chatMessages"), list) else []
