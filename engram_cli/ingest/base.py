@@ -205,6 +205,16 @@ def _json_object(text: str, batch: Batch, where: str, *, not_object: str) -> dic
     return obj
 
 
+def optional_json(path: Path) -> Any:
+    """The JSON of a file that only adds to a session (an index, a manifest); None when absent or unreadable."""
+    # RecursionError (JSON nested thousands deep) is let through, as the importers that read such
+    # files have always done.
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def drop_tagged(text: str, *tags: str) -> str:
     """``text`` without the ``<tag>…</tag>`` blocks that tools inject (reminders, environment dumps)."""
     for tag in tags:

@@ -52,6 +52,7 @@ from engram_cli.ingest.base import (
     Session,
     drop_tagged,
     excerpt,
+    optional_json,
 )
 from engram_cli.ingest.common import epoch_to_utc, messages_digest, prefix_unchanged, render_input
 from engram_cli.timeutil import to_iso
@@ -341,18 +342,10 @@ def _load(path: Path, batch: Batch) -> Any:
         return None
 
 
-def _sidecar(path: Path) -> Any:
-    """An optional metadata file: its JSON, or None when absent or unreadable (it only adds a title)."""
-    try:
-        return json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 @lru_cache(maxsize=4)
 def _history_index(path: str, mtime_ns: int, size: int) -> dict[str, dict[str, Any]]:
     """Cline's ``state/taskHistory.json`` by task id; cached per file version, as every task reads it."""
-    items = _sidecar(Path(path))
+    items = optional_json(Path(path))
     if not isinstance(items, list):
         return {}
     return {str(item["id"]): item for item in items if isinstance(item, dict) and "id" in item}
@@ -379,7 +372,7 @@ def _task_info(task_dir: Path) -> _TaskInfo:
     except OSError:
         pass
     if item is None:
-        item = _sidecar(task_dir / "history_item.json")  # Roo
+        item = optional_json(task_dir / "history_item.json")  # Roo
     if isinstance(item, dict):
         info.title = _title(item.get("task")) if isinstance(item.get("task"), str) else None
         for key in ("cwdOnTaskInitialization", "workspace", "shadowGitConfigWorkTree"):
@@ -388,7 +381,7 @@ def _task_info(task_dir: Path) -> _TaskInfo:
                 break
         info.model = item.get("modelId") if isinstance(item.get("modelId"), str) else None
         info.updated_at = _when(item.get("ts"))
-    metadata = _sidecar(task_dir / "task_metadata.json")
+    metadata = optional_json(task_dir / "task_metadata.json")
     usage = metadata.get("model_usage") if isinstance(metadata, dict) else None
     if isinstance(usage, list) and usage and isinstance(usage[-1], dict) and isinstance(usage[-1].get("model_id"), str):
         info.model = usage[-1]["model_id"]
@@ -397,7 +390,7 @@ def _task_info(task_dir: Path) -> _TaskInfo:
 
 def _ui_times(task_dir: Path) -> tuple[str | None, str | None]:
     """First and last ``ts`` of the panel's messages, for API histories written without ``ts``."""
-    messages = _sidecar(task_dir / "ui_messages.json")
+    messages = optional_json(task_dir / "ui_messages.json")
     if not isinstance(messages, list):
         return None, None
     times = [t for m in messages if isinstance(m, dict) and (t := _when(m.get("ts")))]
@@ -407,7 +400,7 @@ def _ui_times(task_dir: Path) -> tuple[str | None, str | None]:
 def _sdk_info(path: Path, document: dict[str, Any]) -> _TaskInfo:
     """Unverified: the SDK's envelope and its ``<id>.json`` manifest beside it."""
     info = _TaskInfo(updated_at=_when(document.get("updated_at")))
-    manifest = _sidecar(path.with_name(path.name.removesuffix(SDK_SUFFIX) + ".json"))
+    manifest = optional_json(path.with_name(path.name.removesuffix(SDK_SUFFIX) + ".json"))
     if isinstance(manifest, dict):
         for key in ("cwd", "workspace_root"):
             if isinstance(manifest.get(key), str) and manifest[key]:

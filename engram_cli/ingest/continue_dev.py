@@ -25,7 +25,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engram_cli.ingest.base import ASSISTANT, TOOL, USER, Batch, Cursor, Message, Session, decode, excerpt
+from engram_cli.ingest.base import (
+    ASSISTANT,
+    TOOL,
+    USER,
+    Batch,
+    Cursor,
+    Message,
+    Session,
+    decode,
+    excerpt,
+    optional_json,
+)
 from engram_cli.ingest.common import (
     OUTPUT_FAILURE,
     chain_digest,
@@ -135,10 +146,7 @@ def _document(path: Path, batch: Batch) -> dict[str, Any] | None:
 
 def _index(directory: Path) -> dict[str, dict[str, Any]]:
     """sessionId -> entry of the ``sessions.json`` index, when it is there and readable."""
-    try:
-        entries = json.loads((directory / INDEX).read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return {}
+    entries = optional_json(directory / INDEX)
     if not isinstance(entries, list):
         return {}
     return {e["sessionId"]: e for e in entries if isinstance(e, dict) and isinstance(e.get("sessionId"), str)}

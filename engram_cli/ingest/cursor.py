@@ -50,6 +50,7 @@ from engram_cli.ingest.base import (
     Session,
     decode,
     excerpt,
+    optional_json,
 )
 from engram_cli.ingest.common import (
     OUTPUT_FAILURE,
@@ -497,10 +498,7 @@ def _workspace_composers(root: Path) -> dict[str, str]:
 
 def _workspace_folder(directory: Path) -> str | None:
     """The folder (or multi-root workspace file's directory) a workspace database belongs to."""
-    try:
-        data = json.loads((directory / "workspace.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
+    data = optional_json(directory / "workspace.json")
     if not isinstance(data, dict):
         return None
     if isinstance(data.get("folder"), str):

@@ -39,6 +39,7 @@ from engram_cli.ingest.base import (
     complete_lines,
     decode,
     excerpt,
+    optional_json,
 )
 from engram_cli.ingest.common import iso_to_utc, render_input
 
@@ -460,11 +461,10 @@ def _project(path: Path, project_hash: Any) -> str | None:
         root = ""
     if root:
         return root
-    registry = project_dir.parent.parent / "projects.json"  # <gemini dir>/tmp/<project> -> <gemini dir>
-    try:
-        projects = json.loads(registry.read_text(encoding="utf-8")).get("projects", {})
-    except (OSError, ValueError, AttributeError):
+    registry = optional_json(project_dir.parent.parent / "projects.json")  # <gemini dir>/tmp/<project> -> <gemini dir>
+    if not isinstance(registry, dict):
         return None
+    projects = registry.get("projects", {})
     if not isinstance(projects, dict):
         return None
     wanted = {project_dir.name} | ({project_hash} if isinstance(project_hash, str) else set())

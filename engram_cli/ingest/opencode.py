@@ -35,7 +35,18 @@ from urllib.parse import quote
 
 import apsw
 
-from engram_cli.ingest.base import ASSISTANT, TOOL, USER, Batch, Cursor, Importer, Message, Session, excerpt
+from engram_cli.ingest.base import (
+    ASSISTANT,
+    TOOL,
+    USER,
+    Batch,
+    Cursor,
+    Importer,
+    Message,
+    Session,
+    excerpt,
+    optional_json,
+)
 from engram_cli.ingest.common import epoch_to_utc, messages_digest, prefix_unchanged, render_input
 
 SHELL_TOOLS = ("bash",)
@@ -399,7 +410,7 @@ def _read_storage(name: str, path: Path, cursor: Cursor | None) -> Batch:
     time = _dict(info.get("time"))
     project = info.get("directory")
     if not isinstance(project, str) or not project:
-        worktree = _dict(_read_json_quiet(storage / "project" / f"{info.get('projectID')}.json")).get("worktree")
+        worktree = _dict(optional_json(storage / "project" / f"{info.get('projectID')}.json")).get("worktree")
         project = worktree if isinstance(worktree, str) else None
     row = _SessionRow(
         id=sid,
@@ -418,14 +429,6 @@ def _read_storage(name: str, path: Path, cursor: Cursor | None) -> Batch:
         state={"u": mark, **states[sid]},
     )
     return batch
-
-
-def _read_json_quiet(path: Path) -> Any:
-    """An optional file (a project's record): its JSON, or None."""
-    try:
-        return json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def _databases(directory: Path) -> list[Path]:
