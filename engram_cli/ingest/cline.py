@@ -54,7 +54,7 @@ from engram_cli.ingest.base import (
     excerpt,
     optional_json,
 )
-from engram_cli.ingest.common import epoch_to_utc, messages_digest, prefix_unchanged, render_input
+from engram_cli.ingest.common import epoch_to_utc, messages_digest, render_input, since_last_read
 from engram_cli.timeutil import to_iso
 
 API_FILE = "api_conversation_history.json"
@@ -515,10 +515,8 @@ class TaskImporter:
         count = int(seen.get("count", 0))
         if cursor is None or count == 0:
             session.messages = messages
-        elif prefix_unchanged(messages, count, seen.get("digest"), messages_digest):
-            session.messages = messages[count:]
         else:
-            session.messages, session.restart = messages, True
+            session.messages, session.restart = since_last_read(messages, count, seen.get("digest"), messages_digest)
         if session.messages or session.restart:
             batch.sessions.append(session)
         last = messages[-1] if messages else None

@@ -134,6 +134,18 @@ def prefix_unchanged(items: Sequence[T], count: int, mark: object, digest: Calla
     return count <= len(items) and digest(items[:count]) == mark
 
 
+def since_last_read(
+    items: list[T], count: int, mark: object, digest: Callable[[Sequence[T]], str]
+) -> tuple[list[T], bool]:
+    """(what is new, restart) for a read whose predecessor returned ``count`` items hashing to ``mark``.
+
+    The items after those when they are unchanged; else all of them, with ``restart`` set.
+    """
+    if prefix_unchanged(items, count, mark, digest):
+        return items[count:], False
+    return items, True
+
+
 def uri_path(uri: str, *, drive_letters: bool = True) -> str | None:
     """The path of a ``file://`` (or remote) URI, or the text itself when it is a plain path; None when empty.
 

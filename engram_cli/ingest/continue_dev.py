@@ -41,8 +41,8 @@ from engram_cli.ingest.common import (
     OUTPUT_FAILURE,
     chain_digest,
     epoch_to_utc,
-    prefix_unchanged,
     render_input,
+    since_last_read,
     uri_path,
 )
 from engram_cli.timeutil import to_iso
@@ -98,10 +98,7 @@ class ContinueImporter:
         seen = previous.get("seen")
         new, restart = messages, False
         if isinstance(seen, int) and isinstance(previous.get("hash"), str):
-            if prefix_unchanged(messages, seen, previous["hash"], chain_digest):
-                new = messages[seen:]
-            else:
-                restart = True  # a message already returned was edited or deleted
+            new, restart = since_last_read(messages, seen, previous["hash"], chain_digest)
         title = _title(doc.get("title")) or _title(listed.get("title"))
         batch.cursor.state = {"seen": len(messages), "hash": chain_digest(messages), "title": title, "summary": summary}
         changed = title != previous.get("title") or summary != previous.get("summary")

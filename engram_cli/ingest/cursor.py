@@ -57,8 +57,8 @@ from engram_cli.ingest.common import (
     chain_digest,
     epoch_to_utc,
     iso_to_utc,
-    prefix_unchanged,
     render_input,
+    since_last_read,
     uri_path,
 )
 
@@ -628,14 +628,9 @@ def _compare(conversations: list[_Conversation], previous: dict[str, Any], batch
             continue
         messages = conv.load()
         project = conv.project or (conv.locate() if conv.locate else None)
-        restart = False
-        new = messages
+        new, restart = messages, False
         if isinstance(old, list) and len(old) == 3 and isinstance(old[1], int):
-            seen = old[1]
-            if prefix_unchanged(messages, seen, old[2], chain_digest):
-                new = messages[seen:]
-            else:
-                restart = True  # something already returned was edited, removed or reordered
+            new, restart = since_last_read(messages, old[1], old[2], chain_digest)
         state[conv.key] = [conv.marker, len(messages), chain_digest(messages)]
         if new or restart:
             batch.sessions.append(

@@ -47,7 +47,7 @@ from engram_cli.ingest.base import (
     excerpt,
     optional_json,
 )
-from engram_cli.ingest.common import epoch_to_utc, messages_digest, prefix_unchanged, render_input
+from engram_cli.ingest.common import epoch_to_utc, messages_digest, render_input, since_last_read
 
 SHELL_TOOLS = ("bash",)
 # Parts that carry no words: markers, file snapshots and attachments, sub-task plumbing.
@@ -215,10 +215,8 @@ def _sessions(
         )
         if count == 0:
             session.messages = messages
-        elif prefix_unchanged(messages, count, before.get("d"), messages_digest):
-            session.messages = messages[count:]
         else:
-            session.messages, session.restart = messages, True
+            session.messages, session.restart = since_last_read(messages, count, before.get("d"), messages_digest)
         if session.messages or session.restart:
             batch.sessions.append(session)
         states[row.id] = {"n": len(messages), "d": messages_digest(messages)}
