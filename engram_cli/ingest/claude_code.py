@@ -64,11 +64,9 @@ from engram_cli.ingest.base import (
     excerpt,
     json_line,
 )
-from engram_cli.ingest.common import SHELL_FAILURE, iso_to_utc, render_input
+from engram_cli.ingest.common import SHELL_FAILURE, UUID, clip_command, iso_to_utc, render_input
 
 NAME = "claude-code"
-
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
 # Record types Claude Code writes that carry nothing to remember; anything else unknown is counted.
 _BOOKKEEPING = frozenset(
@@ -124,7 +122,6 @@ _PERSISTED_NOTICE = re.compile(
     r"^\s*(?:Output too large[^\n]*|Full output saved to:[^\n]*|Output has been saved to[^\n]*|Preview[^\n]*:)\s*$",
     re.M,
 )
-_COMMAND_LIMIT = 4000
 
 
 @dataclass
@@ -214,7 +211,7 @@ class _Reader:
     def run(self) -> Batch:
         records = self._records()
         key = self._key(records)
-        own = key if _UUID.fullmatch(key) else None
+        own = key if UUID.fullmatch(key) else None
         records = self._own(records, own)
         if self.offset and self._rewinds_earlier(records):
             self.rewound = True
@@ -259,7 +256,7 @@ class _Reader:
     def _key(self, records: list[_Record]) -> str:
         """The session id: the file name's, else the first one recorded (for renamed copies)."""
         stem = self.path.stem
-        if _UUID.fullmatch(stem):
+        if UUID.fullmatch(stem):
             return stem
         if "key" not in self.state:
             ids = (r.obj.get("sessionId") for r in records)
@@ -441,7 +438,7 @@ class _Reader:
         arguments = block.get("input")
         command = None
         if name in _SHELL_TOOLS and isinstance(arguments, dict) and isinstance(arguments.get("command"), str):
-            command = _clip(arguments["command"].strip()) or None
+            command = clip_command(arguments["command"].strip()) or None
         self.messages.append(
             Message(
                 role=TOOL,
@@ -555,11 +552,6 @@ def _result_text(content: object) -> str:
         # The full output went to tool-results/*.txt; the inline preview is its head, which is what an excerpt keeps.
         text = _PERSISTED_NOTICE.sub("", spilled.group(1))
     return text.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
-
-
-def _clip(command: str) -> str:
-    """A command, bounded: heredocs can carry whole files."""
-    return command if len(command) <= _COMMAND_LIMIT else command[:_COMMAND_LIMIT] + " …"
 
 
 IMPORTER = ClaudeCodeImporter()

@@ -51,11 +51,18 @@ from engram_cli.ingest.base import (
     json_document,
     json_line,
 )
-from engram_cli.ingest.common import SHELL_FAILURE, iso_to_utc, lines_digest, prefix_unchanged, render_input
+from engram_cli.ingest.common import (
+    SHELL_FAILURE,
+    UUID,
+    clip_command,
+    iso_to_utc,
+    lines_digest,
+    loose_json,
+    prefix_unchanged,
+    render_input,
+)
 
 NAME = "codex"
-
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
 # Function names whose arguments are a shell command.
 _SHELL_CALLS = frozenset({"shell", "container.exec", "exec_command", "shell_command", "local_shell"})
@@ -84,7 +91,6 @@ _OUTPUT_MARK = re.compile(r"^Output:\n", re.M)
 # Codex's own refusal of a call, written as plain text instead of an exit code.
 _REFUSAL = re.compile(r"\A\s*(?:patch rejected|execution error|sandbox error|error:|failed to )", re.I)
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
-_COMMAND_LIMIT = 4000
 _NOT_A_SESSION = "not a Codex session"
 
 
@@ -237,7 +243,7 @@ class _Session:
             text = _render_patch(raw) if isinstance(raw, str) else render_input(raw, limit=120, tidy_cut=False)
         else:
             name = str(payload.get("name") or "tool")
-            arguments = _arguments(payload.get("arguments"))
+            arguments = loose_json(payload.get("arguments"))  # a JSON string; an object in some versions
             command = _command(arguments) if name in _SHELL_CALLS else None
             text = command or render_input(arguments, limit=120, tidy_cut=False)
         names: dict[str, str] = self.state.setdefault("calls", {})
@@ -398,7 +404,7 @@ def _kind(record: dict[str, Any]) -> str | None:
 
 def _key_from_name(path: Path) -> str:
     """The session id in a rollout's file name, for files whose header is missing."""
-    found = _UUID.findall(path.name)
+    found = UUID.findall(path.name)
     return found[-1] if found else path.name.split(".")[0]
 
 
@@ -415,16 +421,6 @@ def _user_text(text: str) -> str:
     return stripped
 
 
-def _arguments(raw: object) -> object:
-    """Function-call arguments: a JSON string in the log, an object in some versions."""
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except (ValueError, RecursionError):
-            return raw
-    return raw
-
-
 def _command(arguments: object) -> str | None:
     """The shell command of a shell-like call: ``command`` (string or argv) or ``cmd``."""
     if not isinstance(arguments, dict):
@@ -438,7 +434,7 @@ def _command(arguments: object) -> str | None:
         return None
     if not command:
         return None
-    return command if len(command) <= _COMMAND_LIMIT else command[:_COMMAND_LIMIT] + " …"
+    return clip_command(command)
 
 
 def _unwrap(argv: list[str]) -> str:

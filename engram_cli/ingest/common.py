@@ -1,4 +1,4 @@
-"""Helpers several importers share: reading times, spotting failures, rendering tool calls, hashing.
+"""Helpers several importers share: times, failures in output, tool calls on one line, digests, paths.
 
 Each importer knows its own format; what is here is the small logic that several formats need the
 same way. Where importers were written to differ in a detail that shows in what they return (a
@@ -13,13 +13,18 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 from engram_cli.ingest.base import Message
 from engram_cli.timeutil import to_iso
 
 T = TypeVar("T")
+
+# A session id as Claude Code and Codex write it, in file names and records.
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+# A shell command is kept up to this many characters: heredocs can carry whole files.
+COMMAND_LIMIT = 4000
 
 # Fractional seconds past the sixth digit (nanosecond clocks), cut before parsing: a datetime holds microseconds.
 _LONG_FRACTION = re.compile(r"(\.\d{6})\d+")
@@ -97,6 +102,30 @@ def render_input(
     return separator.join(parts)
 
 
+def clip_command(command: str) -> str:
+    """A shell command cut to COMMAND_LIMIT characters, with `` …`` when it was longer."""
+    return command if len(command) <= COMMAND_LIMIT else command[:COMMAND_LIMIT] + " …"
+
+
+def loose_json(value: object, *, keep_too_deep: bool = True) -> Any:
+    """The value of a string holding JSON (tools log call arguments and results so); else the value as it is.
+
+    A string that is not JSON stays the string, and so does JSON nested too deep for the parser,
+    unless ``keep_too_deep`` is False: the Cursor and Continue importers were written letting that
+    RecursionError through, and keep doing so.
+    """
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+    except RecursionError:
+        if keep_too_deep:
+            return value
+        raise
+
+
 # A source rewritten in place (a whole-JSON session, a database) is compared with what the cursor
 # remembers of the last read: how many items were returned, and a digest of them. The three digests
 # are not interchangeable: each is stored in the cursors of the importers that use it, and another
@@ -150,9 +179,9 @@ def uri_path(uri: str, *, drive_letters: bool = True) -> str | None:
     """The path of a ``file://`` (or remote) URI, or the text itself when it is a plain path; None when empty.
 
     Windows drive paths lose the slash a URI puts before them (``/C:/src`` is ``C:/src``). With
-    ``drive_letters`` a one-letter scheme is taken for a drive (``C:\\src`` is a plain path), as
-    Continue, which stores plain paths in older versions, needs; the Cursor importer passes False
-    and reads such text as a URI, as it always has.
+    ``drive_letters`` a one-letter scheme is taken for a drive (``C:\\src`` is a plain path): older
+    Continue versions store plain paths. The Cursor importer passes False and reads such text as
+    a URI, as it always has.
     """
     parsed = urlparse(uri)
     if not parsed.scheme or (drive_letters and len(parsed.scheme) == 1):

@@ -41,6 +41,7 @@ from engram_cli.ingest.common import (
     OUTPUT_FAILURE,
     chain_digest,
     epoch_to_utc,
+    loose_json,
     render_input,
     since_last_read,
     uri_path,
@@ -211,7 +212,7 @@ def _call(mid: str, call: Any, states: dict[str, dict[str, Any]], answered: set[
         return []
     tcid = str(call["id"]) if isinstance(call.get("id"), str) else name
     function = call["function"]  # a dict: _call_name found the name in it
-    args = _loose_json(function.get("arguments"))
+    args = loose_json(function.get("arguments"), keep_too_deep=False)
     command = args.get("command") if isinstance(args, dict) and "terminal" in name.lower() else None
     if isinstance(command, str) and command:
         rendered = command
@@ -257,15 +258,6 @@ def _context_text(items: Any) -> str:
     if not isinstance(items, list):
         return ""
     return "\n".join(i["content"] for i in items if isinstance(i, dict) and isinstance(i.get("content"), str)).strip()
-
-
-def _loose_json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
 
 
 def _render_args(args: Any) -> str:

@@ -29,7 +29,6 @@ that names its own directory, so neither variable can be checked from the file i
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from collections.abc import Mapping
@@ -50,7 +49,15 @@ from engram_cli.ingest.base import (
     json_document,
     json_line,
 )
-from engram_cli.ingest.common import SHELL_FAILURE, iso_to_utc, lines_digest, prefix_unchanged, render_input
+from engram_cli.ingest.common import (
+    SHELL_FAILURE,
+    clip_command,
+    iso_to_utc,
+    lines_digest,
+    loose_json,
+    prefix_unchanged,
+    render_input,
+)
 
 NAME = "copilot-cli"
 
@@ -61,7 +68,6 @@ _STATUS_TOOLS = frozenset({"report_intent", "task_complete"})
 _FAMILIES = frozenset({"session", "assistant", "user", "tool", "system", "subagent", "hook", "skill", "abort"})
 _LEGACY_QUIET = frozenset({"info", "warning", "error", "tool_call_requested"})
 _EXIT = re.compile(r"<exited with exit code (-?\d+)>\s*\Z")
-_COMMAND_LIMIT = 4000
 _NOT_A_SESSION = "not a Copilot CLI session"
 
 
@@ -382,13 +388,11 @@ def _chat(entry: dict[str, Any], index: int, calls: dict[str, str], batch: Batch
 
 
 def _call_message(call: str, tool: str, arguments: object, at: str | None) -> Message:
-    if isinstance(arguments, str):
-        with contextlib.suppress(ValueError, RecursionError):
-            arguments = json.loads(arguments)
+    arguments = loose_json(arguments)
     command = None
     if tool in _SHELL_TOOLS and isinstance(arguments, dict) and isinstance(arguments.get("command"), str):
         command = arguments["command"].strip()
-        command = (command if len(command) <= _COMMAND_LIMIT else command[:_COMMAND_LIMIT] + " …") or None
+        command = clip_command(command) or None
     text = excerpt(command or render_input(arguments, limit=120, tidy_cut=False))
     return Message(role=TOOL, text=text, id=call, at=at, tool=tool, command=command)
 

@@ -57,6 +57,7 @@ from engram_cli.ingest.common import (
     chain_digest,
     epoch_to_utc,
     iso_to_utc,
+    loose_json,
     render_input,
     since_last_read,
     uri_path,
@@ -558,12 +559,7 @@ def _tool_result(result: Any) -> tuple[str, bool]:
 
 def _loose_json(value: Any) -> Any:
     """Tool params and results are JSON inside a string; keep the string when it is not JSON."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
+    return loose_json(value, keep_too_deep=False)
 
 
 def _render_args(args: Any) -> str:
