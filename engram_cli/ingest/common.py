@@ -13,11 +13,15 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
-from urllib.parse import unquote, urlparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote, unquote, urlparse
 
 from engram_cli.ingest.base import Message
 from engram_cli.timeutil import to_iso
+
+if TYPE_CHECKING:
+    import apsw
 
 T = TypeVar("T")
 
@@ -190,3 +194,10 @@ def uri_path(uri: str, *, drive_letters: bool = True) -> str | None:
     if re.match(r"^/[A-Za-z]:", path):
         path = path[1:]
     return path or None
+
+
+def open_read_only(path: Path) -> apsw.Connection:
+    """The SQLite database at ``path``, opened read-only: the tool that owns it may be writing it now."""
+    import apsw  # only the importers of SQLite stores need it
+
+    return apsw.Connection(f"file:{quote(str(path))}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)

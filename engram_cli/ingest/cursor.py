@@ -36,7 +36,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import apsw
 
@@ -58,6 +57,7 @@ from engram_cli.ingest.common import (
     epoch_to_utc,
     iso_to_utc,
     loose_json,
+    open_read_only,
     render_input,
     since_last_read,
     uri_path,
@@ -111,9 +111,7 @@ class CursorImporter:
         batch = Batch([], fresh)
         previous: dict[str, Any] = dict(cursor.state.get("conversations", {})) if cursor else {}
         try:
-            conn = apsw.Connection(
-                f"file:{quote(str(path))}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
-            )
+            conn = open_read_only(path)
         except apsw.Error as exc:
             return _unreadable(batch, cursor, path, exc)
         try:
@@ -480,9 +478,7 @@ def _workspace_composers(root: Path) -> dict[str, str]:
         if folder is None:
             continue
         try:
-            conn = apsw.Connection(
-                f"file:{quote(str(db))}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
-            )
+            conn = open_read_only(db)
             try:
                 row = conn.execute("SELECT value FROM ItemTable WHERE key = ?", (_COMPOSERS,)).fetchone()
             finally:

@@ -31,7 +31,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import apsw
 
@@ -47,7 +46,7 @@ from engram_cli.ingest.base import (
     excerpt,
     optional_json,
 )
-from engram_cli.ingest.common import epoch_to_utc, messages_digest, render_input, since_last_read
+from engram_cli.ingest.common import epoch_to_utc, messages_digest, open_read_only, render_input, since_last_read
 
 SHELL_TOOLS = ("bash",)
 # Parts that carry no words: markers, file snapshots and attachments, sub-task plumbing.
@@ -267,9 +266,7 @@ def _read_database(name: str, path: Path, cursor: Cursor | None) -> Batch:
     batch = Batch([], cursor or Cursor(path=str(path)))
     seen = _dict(cursor.state.get("sessions")) if cursor is not None else {}
     try:
-        connection = apsw.Connection(
-            f"file:{quote(str(path))}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
-        )
+        connection = open_read_only(path)
     except apsw.Error:
         batch.skip("unreadable database", str(path))
         return batch
