@@ -56,10 +56,9 @@ from engram_cli.ingest.common import (
     UUID,
     clip_command,
     iso_to_utc,
-    lines_digest,
     loose_json,
-    prefix_unchanged,
     render_input,
+    whole_file_progress,
 )
 
 NAME = "codex"
@@ -370,16 +369,7 @@ def _read_whole(path: Path, stat: Any, fresh: Cursor, cursor: Cursor | None) -> 
     parser = _Session(path, batch, {})
     if isinstance(header, dict):
         parser.meta(header, None)
-    canonical = [json.dumps(item, sort_keys=True, ensure_ascii=False) for item in items]
-    seen = 0
-    if cursor is not None:
-        count = cursor.state.get("items", 0)
-        if (
-            isinstance(count, int)
-            and count > 0
-            and prefix_unchanged(canonical, count, cursor.state.get("digest"), lines_digest)
-        ):
-            seen = count
+    seen, restart, fresh.state = whole_file_progress(items, cursor, key="items")
     for index, item in enumerate(items):
         before = len(parser.messages)
         if isinstance(item, dict):
@@ -389,8 +379,6 @@ def _read_whole(path: Path, stat: Any, fresh: Cursor, cursor: Cursor | None) -> 
             batch.skip("not a JSON object", f"{where}#{index}")
         if index < seen:
             del parser.messages[before:]  # returned by an earlier read
-    restart = cursor is not None and seen == 0 and bool(cursor.state.get("items"))
-    fresh.state = {"items": len(items), "digest": lines_digest(canonical)}
     if parser.messages or restart:
         batch.sessions.append(parser.session(restart))
     return batch

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, unquote, urlparse
 
-from engram_cli.ingest.base import Message
+from engram_cli.ingest.base import Cursor, Message
 from engram_cli.timeutil import to_iso
 
 if TYPE_CHECKING:
@@ -165,6 +165,26 @@ def prefix_unchanged(items: Sequence[T], count: int, mark: object, digest: Calla
     edited, removed or reordered, and the importer returns the whole session with ``restart``.
     """
     return count <= len(items) and digest(items[:count]) == mark
+
+
+def whole_file_progress(
+    items: Sequence[object], cursor: Cursor | None, *, key: str
+) -> tuple[int, bool, dict[str, Any]]:
+    """For a session file rewritten whole (Codex and Copilot CLI JSON): (seen, restart, state).
+
+    ``seen``: how many of ``items`` an earlier read returned and are unchanged, so not new;
+    ``restart``: the earlier ones changed, so all are returned again; ``state``: the cursor state
+    to save, the count under ``key`` and the digest of the items as canonical JSON.
+    """
+    canonical = [json.dumps(item, sort_keys=True, ensure_ascii=False) for item in items]
+    before = cursor.state if cursor is not None else {}
+    count = before.get(key, 0)
+    unchanged = (
+        isinstance(count, int) and count > 0 and prefix_unchanged(canonical, count, before.get("digest"), lines_digest)
+    )
+    seen = count if unchanged else 0
+    restart = cursor is not None and seen == 0 and bool(before.get(key))
+    return seen, restart, {key: len(items), "digest": lines_digest(canonical)}
 
 
 def since_last_read(

@@ -53,10 +53,9 @@ from engram_cli.ingest.common import (
     SHELL_FAILURE,
     clip_command,
     iso_to_utc,
-    lines_digest,
     loose_json,
-    prefix_unchanged,
     render_input,
+    whole_file_progress,
 )
 
 NAME = "copilot-cli"
@@ -293,16 +292,7 @@ def _read_legacy(path: Path, stat: Any, fresh: Cursor, cursor: Cursor | None) ->
     entries: list[Any] = timeline if talk else chat
     state: dict[str, Any] = {}
     _moment(state, iso_to_utc(obj.get("startTime")))
-    canonical = [json.dumps(entry, sort_keys=True, ensure_ascii=False) for entry in entries]
-    seen = 0
-    if cursor is not None:
-        count = cursor.state.get("entries", 0)
-        if (
-            isinstance(count, int)
-            and count > 0
-            and prefix_unchanged(canonical, count, cursor.state.get("digest"), lines_digest)
-        ):
-            seen = count
+    seen, restart, fresh.state = whole_file_progress(entries, cursor, key="entries")
     messages: list[Message] = []
     calls: dict[str, str] = {}
     for index, entry in enumerate(entries):
@@ -315,8 +305,6 @@ def _read_legacy(path: Path, stat: Any, fresh: Cursor, cursor: Cursor | None) ->
             _moment(state, message.at)
         if index >= seen:
             messages.extend(found)
-    restart = cursor is not None and seen == 0 and bool(cursor.state.get("entries"))
-    fresh.state = {"entries": len(entries), "digest": lines_digest(canonical)}
     key = obj.get("sessionId") if isinstance(obj.get("sessionId"), str) and obj.get("sessionId") else None
     if messages or restart:
         batch.sessions.append(_session(path, state, messages, key, restart=restart))
