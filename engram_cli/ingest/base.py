@@ -11,6 +11,7 @@ goes to ``Batch.notes`` for ``--verbose``.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections import Counter
@@ -29,6 +30,8 @@ SHELL = "shell"  # a command the person typed in a shell
 TOOL_EXCERPT = 600
 # A line longer than this (bytes) is not a message anyone wrote: skipped as "huge line".
 MAX_LINE_BYTES = 8 * 1024 * 1024
+# A session file read whole goes into memory; past this it is not a conversation any more.
+MAX_JSON_BYTES = 256 * 1024 * 1024
 
 
 @dataclass
@@ -163,6 +166,53 @@ def decode(raw: bytes, batch: Batch, where: str) -> str | None:
         batch.skip("binary data", where)
         return None
     return text
+
+
+def json_line(raw: bytes, batch: Batch, where: str) -> dict[str, Any] | None:
+    """The JSON object on one line of a JSONL log; None for a blank line, and (counted) for any other non-object."""
+    text = decode(raw, batch, where)
+    if text is None or not text.strip():
+        return None
+    return _json_object(text, batch, where, not_object="not a JSON object")
+
+
+def json_document(path: Path, size: int, batch: Batch, *, not_ours: str) -> dict[str, Any] | None:
+    """The JSON object of a session file that is read whole; None when it cannot be used (counted).
+
+    ``size`` is the file's size as stat saw it: a file larger than MAX_JSON_BYTES is not read.
+    JSON that is not an object is counted under ``not_ours``, the importer's words for a file
+    that is not one of its sessions.
+    """
+    where = str(path)
+    if size > MAX_JSON_BYTES:
+        batch.skip("file too large", where)
+        return None
+    text = decode(path.read_bytes(), batch, where)
+    if text is None:
+        return None
+    return _json_object(text, batch, where, not_object=not_ours)
+
+
+def _json_object(text: str, batch: Batch, where: str, *, not_object: str) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):  # nested too deep for the parser is bad input too, not a crash
+        batch.skip("invalid JSON", where)
+        return None
+    if not isinstance(obj, dict):
+        batch.skip(not_object, where)
+        return None
+    return obj
+
+
+def optional_json(path: Path) -> Any:
+    """The JSON of a file that only adds to a session (an index, a manifest); None when absent or unreadable."""
+    # RecursionError (JSON nested thousands deep) is let through, as the importers that read such
+    # files have always done.
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def drop_tagged(text: str, *tags: str) -> str:

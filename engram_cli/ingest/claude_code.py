@@ -44,9 +44,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -61,15 +60,13 @@ from engram_cli.ingest.base import (
     Message,
     Session,
     complete_lines,
-    decode,
     drop_tagged,
     excerpt,
+    json_line,
 )
-from engram_cli.timeutil import to_iso
+from engram_cli.ingest.common import SHELL_FAILURE, UUID, clip_command, iso_to_utc, render_input
 
 NAME = "claude-code"
-
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
 # Record types Claude Code writes that carry nothing to remember; anything else unknown is counted.
 _BOOKKEEPING = frozenset(
@@ -125,11 +122,6 @@ _PERSISTED_NOTICE = re.compile(
     r"^\s*(?:Output too large[^\n]*|Full output saved to:[^\n]*|Output has been saved to[^\n]*|Preview[^\n]*:)\s*$",
     re.M,
 )
-# Failures that a piped command (``pytest | tail``) reports in its output but not in its exit code.
-_FAILURE = re.compile(
-    r"^(?:Traceback \(most recent call last\)|FAILED\b|npm ERR!|error(?:\[E\d+\])?:)|\b\d+ failed\b", re.M
-)
-_COMMAND_LIMIT = 4000
 
 
 @dataclass
@@ -219,7 +211,7 @@ class _Reader:
     def run(self) -> Batch:
         records = self._records()
         key = self._key(records)
-        own = key if _UUID.fullmatch(key) else None
+        own = key if UUID.fullmatch(key) else None
         records = self._own(records, own)
         if self.offset and self._rewinds_earlier(records):
             self.rewound = True
@@ -246,17 +238,8 @@ class _Reader:
         for lineno, end, raw in complete_lines(self.path, self.offset, self.batch, lines):
             self.batch.cursor.offset = end
             self.state["lines"] = lineno
-            where = f"{self.path}:{lineno}"
-            text = decode(raw, self.batch, where)
-            if text is None or not text.strip():
-                continue
-            try:
-                obj = json.loads(text)
-            except (ValueError, RecursionError):
-                self.batch.skip("invalid JSON", where)
-                continue
-            if not isinstance(obj, dict):
-                self.batch.skip("not a JSON object", where)
+            obj = json_line(raw, self.batch, f"{self.path}:{lineno}")
+            if obj is None:
                 continue
             uuid = obj.get("uuid")
             parent = obj.get("parentUuid")
@@ -273,7 +256,7 @@ class _Reader:
     def _key(self, records: list[_Record]) -> str:
         """The session id: the file name's, else the first one recorded (for renamed copies)."""
         stem = self.path.stem
-        if _UUID.fullmatch(stem):
+        if UUID.fullmatch(stem):
             return stem
         if "key" not in self.state:
             ids = (r.obj.get("sessionId") for r in records)
@@ -316,7 +299,7 @@ class _Reader:
         obj = record.obj
         kind = obj.get("type")
         where = f"{self.path}:{record.lineno}"
-        at = _iso(obj.get("timestamp"))
+        at = iso_to_utc(obj.get("timestamp"))
         if kind in ("user", "assistant"):
             self._context(obj, at)
             message = obj.get("message")
@@ -408,7 +391,7 @@ class _Reader:
         call = block.get("tool_use_id")
         tool = tools.pop(call, None) if isinstance(call, str) else None
         text = _result_text(block.get("content"))
-        failed = block.get("is_error") is True or (tool in _SHELL_TOOLS and bool(_FAILURE.search(text)))
+        failed = block.get("is_error") is True or (tool in _SHELL_TOOLS and bool(SHELL_FAILURE.search(text)))
         self.messages.append(
             Message(role=TOOL, text=excerpt(text) or "(no output)", id=ident, at=at, tool=tool, is_error=failed)
         )
@@ -455,11 +438,11 @@ class _Reader:
         arguments = block.get("input")
         command = None
         if name in _SHELL_TOOLS and isinstance(arguments, dict) and isinstance(arguments.get("command"), str):
-            command = _clip(arguments["command"].strip()) or None
+            command = clip_command(arguments["command"].strip()) or None
         self.messages.append(
             Message(
                 role=TOOL,
-                text=excerpt(command or _render_input(arguments)),
+                text=excerpt(command or render_input(arguments, limit=120, tidy_cut=False)),
                 id=call or f"L{lineno}",
                 at=at,
                 tool=name,
@@ -569,45 +552,6 @@ def _result_text(content: object) -> str:
         # The full output went to tool-results/*.txt; the inline preview is its head, which is what an excerpt keeps.
         text = _PERSISTED_NOTICE.sub("", spilled.group(1))
     return text.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
-
-
-def _render_input(arguments: object) -> str:
-    """A tool's input on one line: ``key=value`` pairs, each value cut short."""
-    if isinstance(arguments, dict):
-        items: Iterable[tuple[object, object]] = arguments.items()
-    elif arguments is None:
-        return ""
-    else:
-        items = [("input", arguments)]
-    parts = []
-    for name, value in items:
-        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-        shown = " ".join(shown.split())
-        parts.append(f"{name}={shown[:120] + ' …' if len(shown) > 120 else shown}")
-    return ", ".join(parts)
-
-
-def _clip(command: str) -> str:
-    """A command, bounded: heredocs can carry whole files."""
-    return command if len(command) <= _COMMAND_LIMIT else command[:_COMMAND_LIMIT] + " …"
-
-
-def _iso(value: object) -> str | None:
-    """An ISO 8601 timestamp normalised to UTC ``…Z``; None when it is not one."""
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    # Python 3.11 reads at most six fractional digits.
-    text = re.sub(r"(\.\d{6})\d+", r"\1", text)
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return to_iso(moment)
 
 
 IMPORTER = ClaudeCodeImporter()

@@ -32,12 +32,11 @@ made from one entry.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -53,7 +52,9 @@ from engram_cli.ingest.base import (
     Session,
     drop_tagged,
     excerpt,
+    optional_json,
 )
+from engram_cli.ingest.common import epoch_to_utc, messages_digest, render_input, since_last_read
 from engram_cli.timeutil import to_iso
 
 API_FILE = "api_conversation_history.json"
@@ -108,20 +109,16 @@ TITLE_CHARS = 120
 
 def _when(value: Any) -> str | None:
     """ISO time of an epoch in ms (or s) or an ISO string; None when it is not a time."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        seconds = value / 1000 if value > 1e11 else value
-        try:
-            return to_iso(datetime.fromtimestamp(seconds, UTC))
-        except (OverflowError, OSError, ValueError):
-            return None
     if isinstance(value, str) and value:
+        # Not common.iso_to_utc: this reading turns every "Z" into an offset and refuses a final "z",
+        # so the shared one would accept (and date) values this importer has always left undated.
         try:
             moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
             return None
-        return to_iso(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
+        return to_iso(moment)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return epoch_to_utc(value, millis=value > 1e11)  # the extension writes ms; seconds are taken too
     return None
 
 
@@ -132,24 +129,6 @@ def _title(text: str | None) -> str | None:
         if line:
             return line if len(line) <= TITLE_CHARS else line[:TITLE_CHARS].rstrip() + " …"
     return None
-
-
-def digest(messages: Iterable[Message]) -> str:
-    """A fingerprint of messages as read, to tell whether a rewritten file changed what was read."""
-    rows = [[m.id, m.role, m.text, m.tool, m.command, m.is_error] for m in messages]
-    return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
-
-
-def _render(params: Iterable[tuple[str, Any]]) -> str:
-    """A compact one-line rendering of a tool's input: ``key=value`` with long values cut."""
-    parts = []
-    for key, value in params:
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        text = " ".join(text.split())
-        if len(text) > PARAM_CHARS:
-            text = text[:PARAM_CHARS].rstrip() + " …"
-        parts.append(f"{key}={text}")
-    return excerpt(" ".join(parts))
 
 
 def _leaves(body: str, depth: int = 0) -> list[tuple[str, str]]:
@@ -345,7 +324,7 @@ class _Conversation:
         command = params.get("command")
         if name in COMMAND_TOOLS and isinstance(command, str) and command.strip():
             return [Message(role=TOOL, text=command.strip(), tool=name, command=command.strip())]
-        return [Message(role=TOOL, text=_render(params.items()), tool=name)]
+        return [Message(role=TOOL, text=excerpt(render_input(params, limit=PARAM_CHARS, separator=" ")), tool=name)]
 
 
 def _load(path: Path, batch: Batch) -> Any:
@@ -363,18 +342,10 @@ def _load(path: Path, batch: Batch) -> Any:
         return None
 
 
-def _sidecar(path: Path) -> Any:
-    """An optional metadata file: its JSON, or None when absent or unreadable (it only adds a title)."""
-    try:
-        return json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 @lru_cache(maxsize=4)
 def _history_index(path: str, mtime_ns: int, size: int) -> dict[str, dict[str, Any]]:
     """Cline's ``state/taskHistory.json`` by task id; cached per file version, as every task reads it."""
-    items = _sidecar(Path(path))
+    items = optional_json(Path(path))
     if not isinstance(items, list):
         return {}
     return {str(item["id"]): item for item in items if isinstance(item, dict) and "id" in item}
@@ -401,7 +372,7 @@ def _task_info(task_dir: Path) -> _TaskInfo:
     except OSError:
         pass
     if item is None:
-        item = _sidecar(task_dir / "history_item.json")  # Roo
+        item = optional_json(task_dir / "history_item.json")  # Roo
     if isinstance(item, dict):
         info.title = _title(item.get("task")) if isinstance(item.get("task"), str) else None
         for key in ("cwdOnTaskInitialization", "workspace", "shadowGitConfigWorkTree"):
@@ -410,7 +381,7 @@ def _task_info(task_dir: Path) -> _TaskInfo:
                 break
         info.model = item.get("modelId") if isinstance(item.get("modelId"), str) else None
         info.updated_at = _when(item.get("ts"))
-    metadata = _sidecar(task_dir / "task_metadata.json")
+    metadata = optional_json(task_dir / "task_metadata.json")
     usage = metadata.get("model_usage") if isinstance(metadata, dict) else None
     if isinstance(usage, list) and usage and isinstance(usage[-1], dict) and isinstance(usage[-1].get("model_id"), str):
         info.model = usage[-1]["model_id"]
@@ -419,7 +390,7 @@ def _task_info(task_dir: Path) -> _TaskInfo:
 
 def _ui_times(task_dir: Path) -> tuple[str | None, str | None]:
     """First and last ``ts`` of the panel's messages, for API histories written without ``ts``."""
-    messages = _sidecar(task_dir / "ui_messages.json")
+    messages = optional_json(task_dir / "ui_messages.json")
     if not isinstance(messages, list):
         return None, None
     times = [t for m in messages if isinstance(m, dict) and (t := _when(m.get("ts")))]
@@ -429,7 +400,7 @@ def _ui_times(task_dir: Path) -> tuple[str | None, str | None]:
 def _sdk_info(path: Path, document: dict[str, Any]) -> _TaskInfo:
     """Unverified: the SDK's envelope and its ``<id>.json`` manifest beside it."""
     info = _TaskInfo(updated_at=_when(document.get("updated_at")))
-    manifest = _sidecar(path.with_name(path.name.removesuffix(SDK_SUFFIX) + ".json"))
+    manifest = optional_json(path.with_name(path.name.removesuffix(SDK_SUFFIX) + ".json"))
     if isinstance(manifest, dict):
         for key in ("cwd", "workspace_root"):
             if isinstance(manifest.get(key), str) and manifest[key]:
@@ -544,10 +515,8 @@ class TaskImporter:
         count = int(seen.get("count", 0))
         if cursor is None or count == 0:
             session.messages = messages
-        elif count <= len(messages) and digest(messages[:count]) == seen.get("digest"):
-            session.messages = messages[count:]
         else:
-            session.messages, session.restart = messages, True
+            session.messages, session.restart = since_last_read(messages, count, seen.get("digest"), messages_digest)
         if session.messages or session.restart:
             batch.sessions.append(session)
         last = messages[-1] if messages else None
@@ -558,7 +527,7 @@ class TaskImporter:
             mtime_ns=st.st_mtime_ns,
             last_id=last.id if last else None,
             last_at=conversation.last_at,
-            state={"count": len(messages), "digest": digest(messages)},
+            state={"count": len(messages), "digest": messages_digest(messages)},
         )
         return batch
 

@@ -30,12 +30,10 @@ same prompts with their answers.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shlex
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -48,15 +46,22 @@ from engram_cli.ingest.base import (
     Message,
     Session,
     complete_lines,
-    decode,
     drop_tagged,
     excerpt,
+    json_document,
+    json_line,
 )
-from engram_cli.timeutil import to_iso
+from engram_cli.ingest.common import (
+    SHELL_FAILURE,
+    UUID,
+    clip_command,
+    iso_to_utc,
+    loose_json,
+    render_input,
+    whole_file_progress,
+)
 
 NAME = "codex"
-
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
 # Function names whose arguments are a shell command.
 _SHELL_CALLS = frozenset({"shell", "container.exec", "exec_command", "shell_command", "local_shell"})
@@ -84,14 +89,8 @@ _EXIT = re.compile(r"^(?:Exit code:|Process exited with code) (-?\d+)", re.M)
 _OUTPUT_MARK = re.compile(r"^Output:\n", re.M)
 # Codex's own refusal of a call, written as plain text instead of an exit code.
 _REFUSAL = re.compile(r"\A\s*(?:patch rejected|execution error|sandbox error|error:|failed to )", re.I)
-# Failures that a piped command (``pytest | tail``) reports in its output but not in its exit code.
-_FAILURE = re.compile(
-    r"^(?:Traceback \(most recent call last\)|FAILED\b|npm ERR!|error(?:\[E\d+\])?:)|\b\d+ failed\b", re.M
-)
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
-_COMMAND_LIMIT = 4000
-# A whole-JSON session is read into memory; past this it is not a conversation any more.
-_MAX_JSON_BYTES = 256 * 1024 * 1024
+_NOT_A_SESSION = "not a Codex session"
 
 
 class CodexImporter:
@@ -167,7 +166,7 @@ class _Session:
         cwd = payload.get("cwd")
         if isinstance(cwd, str) and cwd and "project" not in self.state:
             self.state["project"] = cwd
-        self.moment(_iso(payload.get("timestamp")) or at)
+        self.moment(iso_to_utc(payload.get("timestamp")) or at)
 
     def turn(self, payload: dict[str, Any]) -> None:
         model = payload.get("model")
@@ -240,12 +239,12 @@ class _Session:
         elif kind == "custom_tool_call":
             name = str(payload.get("name") or "tool")
             raw = payload.get("input")
-            text = _render_patch(raw) if isinstance(raw, str) else _render(raw)
+            text = _render_patch(raw) if isinstance(raw, str) else render_input(raw, limit=120, tidy_cut=False)
         else:
             name = str(payload.get("name") or "tool")
-            arguments = _arguments(payload.get("arguments"))
+            arguments = loose_json(payload.get("arguments"))  # a JSON string; an object in some versions
             command = _command(arguments) if name in _SHELL_CALLS else None
-            text = command or _render(arguments)
+            text = command or render_input(arguments, limit=120, tidy_cut=False)
         names: dict[str, str] = self.state.setdefault("calls", {})
         if call:
             names[call] = name
@@ -264,7 +263,7 @@ class _Session:
         elif tool in _SHELL_CALLS or tool == "apply_patch":
             failed = failed or bool(_REFUSAL.search(text))
         if tool in _SHELL_CALLS:
-            failed = failed or bool(_FAILURE.search(text))
+            failed = failed or bool(SHELL_FAILURE.search(text))
         self._result(call, text, failed, ident, at, tool=tool)
 
     def _result(
@@ -321,16 +320,8 @@ class _Lines:
 
     def _line(self, lineno: int, raw: bytes) -> None:
         where = f"{self.path}:{lineno}"
-        text = decode(raw, self.batch, where)
-        if text is None or not text.strip():
-            return
-        try:
-            obj = json.loads(text)
-        except (ValueError, RecursionError):
-            self.batch.skip("invalid JSON", where)
-            return
-        if not isinstance(obj, dict):
-            self.batch.skip("not a JSON object", where)
+        obj = json_line(raw, self.batch, where)
+        if obj is None:
             return
         ident = f"L{lineno}"
         if "payload" in obj:
@@ -347,7 +338,7 @@ class _Lines:
 
     def _envelope(self, obj: dict[str, Any], ident: str, where: str) -> None:
         kind, payload = _kind(obj), obj.get("payload")
-        at = _iso(obj.get("timestamp"))
+        at = iso_to_utc(obj.get("timestamp"))
         if not isinstance(payload, dict):
             self.batch.skip("wrong type in payload", where)
         elif kind == "session_meta":
@@ -367,35 +358,18 @@ def _read_whole(path: Path, stat: Any, fresh: Cursor, cursor: Cursor | None) -> 
     """A TypeScript-era ``{session, items}`` file: rewritten whole, so compare with what was returned."""
     batch = Batch([], fresh)
     where = str(path)
-    if stat.st_size > _MAX_JSON_BYTES:
-        batch.skip("file too large", where)
+    obj = json_document(path, stat.st_size, batch, not_ours=_NOT_A_SESSION)
+    if obj is None:
         return batch
-    text = decode(path.read_bytes(), batch, where)
-    if text is None:
-        return batch
-    try:
-        obj = json.loads(text)
-    except (ValueError, RecursionError):
-        batch.skip("invalid JSON", where)
-        return batch
-    items = obj.get("items") if isinstance(obj, dict) else None
+    items = obj.get("items")
     if not isinstance(items, list):
-        batch.skip("not a Codex session", where)
+        batch.skip(_NOT_A_SESSION, where)
         return batch
     header = obj.get("session")
     parser = _Session(path, batch, {})
     if isinstance(header, dict):
         parser.meta(header, None)
-    canonical = [json.dumps(item, sort_keys=True, ensure_ascii=False) for item in items]
-    seen = 0
-    if cursor is not None:
-        count = cursor.state.get("items", 0)
-        if (
-            isinstance(count, int)
-            and 0 < count <= len(items)
-            and _digest(canonical[:count]) == cursor.state.get("digest")
-        ):
-            seen = count
+    seen, restart, fresh.state = whole_file_progress(items, cursor, key="items")
     for index, item in enumerate(items):
         before = len(parser.messages)
         if isinstance(item, dict):
@@ -405,8 +379,6 @@ def _read_whole(path: Path, stat: Any, fresh: Cursor, cursor: Cursor | None) -> 
             batch.skip("not a JSON object", f"{where}#{index}")
         if index < seen:
             del parser.messages[before:]  # returned by an earlier read
-    restart = cursor is not None and seen == 0 and bool(cursor.state.get("items"))
-    fresh.state = {"items": len(items), "digest": _digest(canonical)}
     if parser.messages or restart:
         batch.sessions.append(parser.session(restart))
     return batch
@@ -418,13 +390,9 @@ def _kind(record: dict[str, Any]) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
-def _digest(canonical: list[str]) -> str:
-    return hashlib.sha256("\n".join(canonical).encode("utf-8")).hexdigest()
-
-
 def _key_from_name(path: Path) -> str:
     """The session id in a rollout's file name, for files whose header is missing."""
-    found = _UUID.findall(path.name)
+    found = UUID.findall(path.name)
     return found[-1] if found else path.name.split(".")[0]
 
 
@@ -441,16 +409,6 @@ def _user_text(text: str) -> str:
     return stripped
 
 
-def _arguments(raw: object) -> object:
-    """Function-call arguments: a JSON string in the log, an object in some versions."""
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except (ValueError, RecursionError):
-            return raw
-    return raw
-
-
 def _command(arguments: object) -> str | None:
     """The shell command of a shell-like call: ``command`` (string or argv) or ``cmd``."""
     if not isinstance(arguments, dict):
@@ -464,7 +422,7 @@ def _command(arguments: object) -> str | None:
         return None
     if not command:
         return None
-    return command if len(command) <= _COMMAND_LIMIT else command[:_COMMAND_LIMIT] + " …"
+    return clip_command(command)
 
 
 def _unwrap(argv: list[str]) -> str:
@@ -520,41 +478,10 @@ def _envelope_output(parsed: dict[str, Any]) -> tuple[str, int | None, bool]:
     return text, code if isinstance(code, int) and not isinstance(code, bool) else None, failed
 
 
-def _render(arguments: object) -> str:
-    """A call's arguments on one line: ``key=value`` pairs, each value cut short."""
-    if arguments is None:
-        return ""
-    if not isinstance(arguments, dict):
-        arguments = {"input": arguments}
-    parts = []
-    for name, value in arguments.items():
-        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-        shown = " ".join(shown.split())
-        parts.append(f"{name}={shown[:120] + ' …' if len(shown) > 120 else shown}")
-    return ", ".join(parts)
-
-
 def _render_patch(patch: str) -> str:
     """A patch by the files it touches (``Update File: go.mod``); the hunks are not worth keeping."""
     files = [f"{verb} File: {name.strip()}" for verb, name in _PATCH_FILE.findall(patch)]
     return "; ".join(files) if files else patch
-
-
-def _iso(value: object) -> str | None:
-    """An ISO 8601 timestamp normalised to UTC ``…Z``; None when it is not one."""
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    text = re.sub(r"(\.\d{6})\d+", r"\1", text)  # Python 3.11 reads at most six fractional digits
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return to_iso(moment)
 
 
 IMPORTER = CodexImporter()

@@ -19,23 +19,38 @@ or deleted message) returns the whole session as a restart.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
-from engram_cli.ingest.base import ASSISTANT, TOOL, USER, Batch, Cursor, Message, Session, decode, excerpt
+from engram_cli.ingest.base import (
+    ASSISTANT,
+    TOOL,
+    USER,
+    Batch,
+    Cursor,
+    Message,
+    Session,
+    decode,
+    excerpt,
+    optional_json,
+)
+from engram_cli.ingest.common import (
+    OUTPUT_FAILURE,
+    chain_digest,
+    epoch_to_utc,
+    loose_json,
+    render_input,
+    since_last_read,
+    uri_path,
+)
 from engram_cli.timeutil import to_iso
 
 INDEX = "sessions.json"
 # Continue's name for a session it has not titled yet.
 _UNTITLED = "New Session"
-# A failed command: test failures, tracebacks, compiler and shell errors.
-_OUTPUT_FAILED = re.compile(r"Traceback \(most recent call last\)|\bFAILED\b|\b\d+ failed\b|^(?:error|fatal):", re.M)
 _ARG_LIMIT = 200
 
 
@@ -84,12 +99,9 @@ class ContinueImporter:
         seen = previous.get("seen")
         new, restart = messages, False
         if isinstance(seen, int) and isinstance(previous.get("hash"), str):
-            if seen <= len(messages) and _chain(messages[:seen]) == previous["hash"]:
-                new = messages[seen:]
-            else:
-                restart = True  # a message already returned was edited or deleted
+            new, restart = since_last_read(messages, seen, previous["hash"], chain_digest)
         title = _title(doc.get("title")) or _title(listed.get("title"))
-        batch.cursor.state = {"seen": len(messages), "hash": _chain(messages), "title": title, "summary": summary}
+        batch.cursor.state = {"seen": len(messages), "hash": chain_digest(messages), "title": title, "summary": summary}
         changed = title != previous.get("title") or summary != previous.get("summary")
         if new or restart or (changed and cursor is not None):
             workspace = doc.get("workspaceDirectory") or listed.get("workspaceDirectory")
@@ -100,7 +112,7 @@ class ContinueImporter:
                     key=key,
                     path=str(path),
                     messages=new,
-                    project=_uri_path(workspace) if isinstance(workspace, str) else None,
+                    project=uri_path(workspace) if isinstance(workspace, str) else None,
                     title=title,
                     summary=summary,
                     started_at=_time(listed.get("dateCreated")),
@@ -132,10 +144,7 @@ def _document(path: Path, batch: Batch) -> dict[str, Any] | None:
 
 def _index(directory: Path) -> dict[str, dict[str, Any]]:
     """sessionId -> entry of the ``sessions.json`` index, when it is there and readable."""
-    try:
-        entries = json.loads((directory / INDEX).read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return {}
+    entries = optional_json(directory / INDEX)
     if not isinstance(entries, list):
         return {}
     return {e["sessionId"]: e for e in entries if isinstance(e, dict) and isinstance(e.get("sessionId"), str)}
@@ -175,7 +184,7 @@ def _messages(history: list[Any], batch: Batch, where: str) -> tuple[list[Messag
                 out.extend(_call(mid, call, states, answered))
         elif role == "tool":
             state = states.get(message["toolCallId"], {}) if _is_result(message) else {}
-            failed = state.get("status") == "errored" or bool(_OUTPUT_FAILED.search(text))
+            failed = state.get("status") == "errored" or bool(OUTPUT_FAILURE.search(text))
             name = _call_name(state.get("toolCall"))
             out.append(Message(TOOL, excerpt(text), id=mid, tool=name, is_error=failed))
         elif role not in ("thinking", "system"):
@@ -203,7 +212,7 @@ def _call(mid: str, call: Any, states: dict[str, dict[str, Any]], answered: set[
         return []
     tcid = str(call["id"]) if isinstance(call.get("id"), str) else name
     function = call["function"]  # a dict: _call_name found the name in it
-    args = _loose_json(function.get("arguments"))
+    args = loose_json(function.get("arguments"), keep_too_deep=False)
     command = args.get("command") if isinstance(args, dict) and "terminal" in name.lower() else None
     if isinstance(command, str) and command:
         rendered = command
@@ -251,27 +260,12 @@ def _context_text(items: Any) -> str:
     return "\n".join(i["content"] for i in items if isinstance(i, dict) and isinstance(i.get("content"), str)).strip()
 
 
-def _loose_json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
 def _render_args(args: Any) -> str:
     if isinstance(args, str):
         return excerpt(args)
     if not isinstance(args, dict):
         return ""
-    parts = []
-    for key, value in args.items():
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        if len(text) > _ARG_LIMIT:
-            text = text[:_ARG_LIMIT].rstrip() + " …"
-        parts.append(f"{key}={text}")
-    return excerpt(", ".join(parts))
+    return excerpt(render_input(args, limit=_ARG_LIMIT, fold_space=False))
 
 
 def _title(value: Any) -> str | None:
@@ -282,30 +276,4 @@ def _time(value: Any) -> str | None:
     """Milliseconds since the epoch, as a number or (in the index) a string of digits."""
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        return to_iso(datetime.fromtimestamp(value / 1000, tz=UTC))
-    except (ValueError, OverflowError, OSError):
-        return None
-
-
-def _uri_path(uri: str) -> str | None:
-    """The path of a ``file://`` URI (older versions store a plain path); Windows drives lose the slash."""
-    parsed = urlparse(uri)
-    if not parsed.scheme or len(parsed.scheme) == 1:  # a plain path, or a Windows drive letter
-        return uri or None
-    path = unquote(parsed.path)
-    if re.match(r"^/[A-Za-z]:", path):
-        path = path[1:]
-    return path or None
-
-
-def _chain(messages: list[Message]) -> str:
-    digest = hashlib.sha1()
-    for m in messages:
-        digest.update(
-            "\x1f".join([m.id or "", m.role, m.text, m.tool or "", m.command or "", str(m.is_error)]).encode()
-        )
-        digest.update(b"\x1e")
-    return digest.hexdigest()[:16]
+    return epoch_to_utc(value)

@@ -29,12 +29,9 @@ that names its own directory, so neither variable can be checked from the file i
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +44,19 @@ from engram_cli.ingest.base import (
     Message,
     Session,
     complete_lines,
-    decode,
     drop_tagged,
     excerpt,
+    json_document,
+    json_line,
 )
-from engram_cli.timeutil import to_iso
+from engram_cli.ingest.common import (
+    SHELL_FAILURE,
+    clip_command,
+    iso_to_utc,
+    loose_json,
+    render_input,
+    whole_file_progress,
+)
 
 NAME = "copilot-cli"
 
@@ -62,11 +67,7 @@ _STATUS_TOOLS = frozenset({"report_intent", "task_complete"})
 _FAMILIES = frozenset({"session", "assistant", "user", "tool", "system", "subagent", "hook", "skill", "abort"})
 _LEGACY_QUIET = frozenset({"info", "warning", "error", "tool_call_requested"})
 _EXIT = re.compile(r"<exited with exit code (-?\d+)>\s*\Z")
-_FAILURE = re.compile(
-    r"^(?:Traceback \(most recent call last\)|FAILED\b|npm ERR!|error(?:\[E\d+\])?:)|\b\d+ failed\b", re.M
-)
-_COMMAND_LIMIT = 4000
-_MAX_JSON_BYTES = 256 * 1024 * 1024
+_NOT_A_SESSION = "not a Copilot CLI session"
 
 
 class CopilotCliImporter:
@@ -158,16 +159,8 @@ class _Events:
 
     def _line(self, lineno: int, raw: bytes) -> None:
         where = f"{self.path}:{lineno}"
-        text = decode(raw, self.batch, where)
-        if text is None or not text.strip():
-            return
-        try:
-            event = json.loads(text)
-        except (ValueError, RecursionError):
-            self.batch.skip("invalid JSON", where)
-            return
-        if not isinstance(event, dict):
-            self.batch.skip("not a JSON object", where)
+        event = json_line(raw, self.batch, where)
+        if event is None:
             return
         kind = event.get("type")
         if not isinstance(kind, str) or kind.split(".")[0] not in _FAMILIES:
@@ -182,7 +175,7 @@ class _Events:
         if isinstance(data.get("parentToolCallId"), str) and data["parentToolCallId"]:
             return  # a sub-agent's work, reported back through its parent's tool call (as for Claude Code)
         ident = event.get("id") if isinstance(event.get("id"), str) and event.get("id") else f"L{lineno}"
-        at = _iso(event.get("timestamp"))
+        at = iso_to_utc(event.get("timestamp"))
         _moment(self.state, at)
         handlers = {
             "session.start": self._on_session_start,
@@ -208,7 +201,7 @@ class _Events:
         model = data.get("selectedModel")
         if isinstance(model, str) and model:
             self.state["model"] = model
-        _moment(self.state, _iso(data.get("startTime")))
+        _moment(self.state, iso_to_utc(data.get("startTime")))
 
     def _on_model_change(self, data: dict[str, Any], ident: str, at: str | None) -> None:
         model = data.get("newModel")
@@ -287,36 +280,19 @@ def _read_legacy(path: Path, stat: Any, fresh: Cursor, cursor: Cursor | None) ->
     """A legacy ``{sessionId, startTime, chatMessages, timeline}`` dump: rewritten whole."""
     batch = Batch([], fresh)
     where = str(path)
-    if stat.st_size > _MAX_JSON_BYTES:
-        batch.skip("file too large", where)
+    obj = json_document(path, stat.st_size, batch, not_ours=_NOT_A_SESSION)
+    if obj is None:
         return batch
-    text = decode(path.read_bytes(), batch, where)
-    if text is None:
-        return batch
-    try:
-        obj = json.loads(text)
-    except (ValueError, RecursionError):
-        batch.skip("invalid JSON", where)
-        return batch
-    if not isinstance(obj, dict) or not isinstance(obj.get("timeline", obj.get("chatMessages")), list):
-        batch.skip("not a Copilot CLI session", where)
+    if not isinstance(obj.get("timeline", obj.get("chatMessages")), list):
+        batch.skip(_NOT_A_SESSION, where)
         return batch
     timeline = obj["timeline"] if isinstance(obj.get("timeline"), list) else []
     chat = obj["chatMessages"] if isinstance(obj.get("chatMessages"), list) else []
     talk = any(isinstance(e, dict) and e.get("type") in ("user", "copilot") for e in timeline)
     entries: list[Any] = timeline if talk else chat
     state: dict[str, Any] = {}
-    _moment(state, _iso(obj.get("startTime")))
-    canonical = [json.dumps(entry, sort_keys=True, ensure_ascii=False) for entry in entries]
-    seen = 0
-    if cursor is not None:
-        count = cursor.state.get("entries", 0)
-        if (
-            isinstance(count, int)
-            and 0 < count <= len(entries)
-            and _digest(canonical[:count]) == cursor.state.get("digest")
-        ):
-            seen = count
+    _moment(state, iso_to_utc(obj.get("startTime")))
+    seen, restart, fresh.state = whole_file_progress(entries, cursor, key="entries")
     messages: list[Message] = []
     calls: dict[str, str] = {}
     for index, entry in enumerate(entries):
@@ -329,8 +305,6 @@ def _read_legacy(path: Path, stat: Any, fresh: Cursor, cursor: Cursor | None) ->
             _moment(state, message.at)
         if index >= seen:
             messages.extend(found)
-    restart = cursor is not None and seen == 0 and bool(cursor.state.get("entries"))
-    fresh.state = {"entries": len(entries), "digest": _digest(canonical)}
     key = obj.get("sessionId") if isinstance(obj.get("sessionId"), str) and obj.get("sessionId") else None
     if messages or restart:
         batch.sessions.append(_session(path, state, messages, key, restart=restart))
@@ -341,7 +315,7 @@ def _timeline(entry: dict[str, Any], index: int, batch: Batch, where: str) -> li
     """Messages of one legacy timeline entry."""
     kind = entry.get("type") if isinstance(entry.get("type"), str) else None
     ident = entry.get("id") if isinstance(entry.get("id"), str) and entry.get("id") else str(index)
-    at = _iso(entry.get("timestamp"))
+    at = iso_to_utc(entry.get("timestamp"))
     text = entry.get("text")
     if kind in ("user", "copilot"):
         if not isinstance(text, str) or not text.strip():
@@ -402,14 +376,13 @@ def _chat(entry: dict[str, Any], index: int, calls: dict[str, str], batch: Batch
 
 
 def _call_message(call: str, tool: str, arguments: object, at: str | None) -> Message:
-    if isinstance(arguments, str):
-        with contextlib.suppress(ValueError, RecursionError):
-            arguments = json.loads(arguments)
+    arguments = loose_json(arguments)
     command = None
     if tool in _SHELL_TOOLS and isinstance(arguments, dict) and isinstance(arguments.get("command"), str):
         command = arguments["command"].strip()
-        command = (command if len(command) <= _COMMAND_LIMIT else command[:_COMMAND_LIMIT] + " …") or None
-    return Message(role=TOOL, text=excerpt(command or _render(arguments)), id=call, at=at, tool=tool, command=command)
+        command = clip_command(command) or None
+    text = excerpt(command or render_input(arguments, limit=120, tidy_cut=False))
+    return Message(role=TOOL, text=text, id=call, at=at, tool=tool, command=command)
 
 
 def _failed(tool: str | None, output: str) -> bool:
@@ -417,7 +390,7 @@ def _failed(tool: str | None, output: str) -> bool:
     if tool not in _SHELL_TOOLS:
         return False
     code = _EXIT.search(output)
-    return (code is not None and int(code.group(1)) != 0) or bool(_FAILURE.search(output))
+    return (code is not None and int(code.group(1)) != 0) or bool(SHELL_FAILURE.search(output))
 
 
 def _session(path: Path, state: dict[str, Any], messages: list[Message], key: object, *, restart: bool) -> Session:
@@ -442,41 +415,6 @@ def _moment(state: dict[str, Any], at: str | None) -> None:
     if at:
         state["started"] = min(at, state.get("started", at))
         state["updated"] = max(at, state.get("updated", at))
-
-
-def _digest(canonical: list[str]) -> str:
-    return hashlib.sha256("\n".join(canonical).encode("utf-8")).hexdigest()
-
-
-def _render(arguments: object) -> str:
-    """A call's arguments on one line: ``key=value`` pairs, each value cut short."""
-    if arguments is None:
-        return ""
-    if not isinstance(arguments, dict):
-        arguments = {"input": arguments}
-    parts = []
-    for name, value in arguments.items():
-        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-        shown = " ".join(shown.split())
-        parts.append(f"{name}={shown[:120] + ' …' if len(shown) > 120 else shown}")
-    return ", ".join(parts)
-
-
-def _iso(value: object) -> str | None:
-    """An ISO 8601 timestamp normalised to UTC ``…Z``; None when it is not one."""
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    text = re.sub(r"(\.\d{6})\d+", r"\1", text)  # Python 3.11 reads at most six fractional digits
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return to_iso(moment)
 
 
 IMPORTER = CopilotCliImporter()

@@ -32,13 +32,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote, urlparse
 
 import apsw
 
@@ -52,16 +49,25 @@ from engram_cli.ingest.base import (
     Session,
     decode,
     excerpt,
+    optional_json,
 )
-from engram_cli.timeutil import to_iso
+from engram_cli.ingest.common import (
+    OUTPUT_FAILURE,
+    chain_digest,
+    epoch_to_utc,
+    iso_to_utc,
+    loose_json,
+    open_read_only,
+    render_input,
+    since_last_read,
+    uri_path,
+)
 
 _CHATDATA = "workbench.panel.aichat.view.aichat.chatdata"
 _PROMPTS = "aiService.prompts"
 _COMPOSERS = "composer.composerData"
 _HEADERS = "composer.composerHeaders"
 _ITEM_KEYS = (_CHATDATA, _PROMPTS, _COMPOSERS, _HEADERS)
-# A failed command: pytest/unittest failures, tracebacks, compiler and shell errors.
-_OUTPUT_FAILED = re.compile(r"Traceback \(most recent call last\)|\bFAILED\b|\b\d+ failed\b|^(?:error|fatal):", re.M)
 _ARG_LIMIT = 200
 # Directories never worth descending into when searching a tree for databases.
 _PRUNE = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", "History", "logs", "CachedData"})
@@ -105,9 +111,7 @@ class CursorImporter:
         batch = Batch([], fresh)
         previous: dict[str, Any] = dict(cursor.state.get("conversations", {})) if cursor else {}
         try:
-            conn = apsw.Connection(
-                f"file:{quote(str(path))}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
-            )
+            conn = open_read_only(path)
         except apsw.Error as exc:
             return _unreadable(batch, cursor, path, exc)
         try:
@@ -474,9 +478,7 @@ def _workspace_composers(root: Path) -> dict[str, str]:
         if folder is None:
             continue
         try:
-            conn = apsw.Connection(
-                f"file:{quote(str(db))}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
-            )
+            conn = open_read_only(db)
             try:
                 row = conn.execute("SELECT value FROM ItemTable WHERE key = ?", (_COMPOSERS,)).fetchone()
             finally:
@@ -493,10 +495,7 @@ def _workspace_composers(root: Path) -> dict[str, str]:
 
 def _workspace_folder(directory: Path) -> str | None:
     """The folder (or multi-root workspace file's directory) a workspace database belongs to."""
-    try:
-        data = json.loads((directory / "workspace.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
+    data = optional_json(directory / "workspace.json")
     if not isinstance(data, dict):
         return None
     if isinstance(data.get("folder"), str):
@@ -508,14 +507,8 @@ def _workspace_folder(directory: Path) -> str | None:
 
 
 def _uri_path(uri: str) -> str | None:
-    """The path of a ``file://`` (or remote) URI; Windows drive paths lose the leading slash."""
-    parsed = urlparse(uri)
-    if not parsed.scheme:
-        return uri or None
-    path = unquote(parsed.path)
-    if re.match(r"^/[A-Za-z]:", path):
-        path = path[1:]
-    return path or None
+    """The path of a ``file://`` (or remote) URI; a one-letter scheme is a URI's too, not a drive."""
+    return uri_path(uri, drive_letters=False)
 
 
 # --- messages --------------------------------------------------------------------------------
@@ -546,7 +539,7 @@ def _tool_result(result: Any) -> tuple[str, bool]:
     if result is None:
         return "", False
     if isinstance(result, str):
-        return result, bool(_OUTPUT_FAILED.search(result))
+        return result, bool(OUTPUT_FAILURE.search(result))
     if not isinstance(result, dict):
         return json.dumps(result, ensure_ascii=False), False
     code = next((result[k] for k in ("exitCode", "exitCodeV2") if isinstance(result.get(k), int)), None)
@@ -557,17 +550,12 @@ def _tool_result(result: Any) -> tuple[str, bool]:
     )
     if code is not None:
         return text, code != 0 or bool(error)
-    return text, bool(error) or bool(_OUTPUT_FAILED.search(text))
+    return text, bool(error) or bool(OUTPUT_FAILURE.search(text))
 
 
 def _loose_json(value: Any) -> Any:
     """Tool params and results are JSON inside a string; keep the string when it is not JSON."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
+    return loose_json(value, keep_too_deep=False)
 
 
 def _render_args(args: Any) -> str:
@@ -575,13 +563,7 @@ def _render_args(args: Any) -> str:
         return excerpt(args)
     if not isinstance(args, dict):
         return excerpt(json.dumps(args, ensure_ascii=False)) if args is not None else ""
-    parts = []
-    for key, value in args.items():
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        if len(text) > _ARG_LIMIT:
-            text = text[:_ARG_LIMIT].rstrip() + " …"
-        parts.append(f"{key}={text}")
-    return excerpt(", ".join(parts))
+    return excerpt(render_input(args, limit=_ARG_LIMIT, fold_space=False))
 
 
 def _text(value: Any) -> str:
@@ -618,33 +600,12 @@ def _rich_text(value: Any) -> str:
 
 def _time(value: Any) -> str | None:
     """Milliseconds since the epoch (composers, tabs) or an ISO string (bubbles), in UTC."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        try:
-            return to_iso(datetime.fromtimestamp(value / 1000, tz=UTC))
-        except (ValueError, OverflowError, OSError):
-            return None
-    if isinstance(value, str) and value:
-        try:
-            moment = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value)
-        except ValueError:
-            return None
-        return to_iso(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
-    return None
+    if isinstance(value, str):
+        return iso_to_utc(value, lenient=False)  # strict, as this importer has always read them
+    return epoch_to_utc(value)
 
 
 # --- what changed since last time ------------------------------------------------------------
-
-
-def _chain(messages: list[Message]) -> str:
-    digest = hashlib.sha1()
-    for m in messages:
-        digest.update(
-            "\x1f".join([m.id or "", m.role, m.text, m.tool or "", m.command or "", str(m.is_error)]).encode()
-        )
-        digest.update(b"\x1e")
-    return digest.hexdigest()[:16]
 
 
 def _compare(conversations: list[_Conversation], previous: dict[str, Any], batch: Batch) -> dict[str, Any]:
@@ -659,15 +620,10 @@ def _compare(conversations: list[_Conversation], previous: dict[str, Any], batch
             continue
         messages = conv.load()
         project = conv.project or (conv.locate() if conv.locate else None)
-        restart = False
-        new = messages
+        new, restart = messages, False
         if isinstance(old, list) and len(old) == 3 and isinstance(old[1], int):
-            seen = old[1]
-            if seen <= len(messages) and _chain(messages[:seen]) == old[2]:
-                new = messages[seen:]
-            else:
-                restart = True  # something already returned was edited, removed or reordered
-        state[conv.key] = [conv.marker, len(messages), _chain(messages)]
+            new, restart = since_last_read(messages, old[1], old[2], chain_digest)
+        state[conv.key] = [conv.marker, len(messages), chain_digest(messages)]
         if new or restart:
             batch.sessions.append(
                 Session(

@@ -25,7 +25,6 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +39,9 @@ from engram_cli.ingest.base import (
     complete_lines,
     decode,
     excerpt,
+    optional_json,
 )
-from engram_cli.timeutil import to_iso
+from engram_cli.ingest.common import iso_to_utc, render_input
 
 # Tools whose input is a shell command: the command is what a reader wants to see.
 _SHELL_TOOLS = frozenset({"run_shell_command", "run_command", "shell", "bash", "execute_command"})
@@ -135,7 +135,7 @@ def _record(obj: dict[str, Any]) -> _Record:
     return _Record(
         id=rid,
         type=kind,
-        at=_iso(obj.get("timestamp")),
+        at=iso_to_utc(obj.get("timestamp"), lenient=False),
         text=_parts_text(obj.get("content")),
         display=None if display is None else _parts_text(display),
         model=model if isinstance(model, str) and model else None,
@@ -161,7 +161,7 @@ def _call(obj: dict[str, Any], index: int) -> _Call:
         status=status,
         output=output,
         failed=failed,
-        at=_iso(obj.get("timestamp")),
+        at=iso_to_utc(obj.get("timestamp"), lenient=False),
     )
 
 
@@ -203,16 +203,6 @@ def _result_text(value: Any) -> tuple[str | None, bool]:
     return "\n".join(pieces), errored
 
 
-def _iso(value: Any) -> str | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value)
-    except ValueError:
-        return None
-    return to_iso(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
-
-
 # --- messages --------------------------------------------------------------------------------
 
 
@@ -236,7 +226,7 @@ def _messages(rec: _Record) -> list[Message]:
             rendered = command or ""
         else:
             command = None
-            rendered = _render_args(call.args)
+            rendered = excerpt(render_input(call.args, limit=_ARG_LIMIT, fold_space=False))
         out.append(Message(TOOL, rendered, id=cid, at=at, tool=call.name, command=command))
         if call.output is not None and (call.output.strip() or call.failed):
             out.append(
@@ -254,16 +244,6 @@ def _user_text(rec: _Record) -> str:
     if rec.display is not None:
         return rec.display.strip()
     return _REFERENCED_FILES.sub("", rec.text).strip()
-
-
-def _render_args(args: dict[str, Any]) -> str:
-    parts = []
-    for key, value in args.items():
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        if len(text) > _ARG_LIMIT:
-            text = text[:_ARG_LIMIT].rstrip() + " …"
-        parts.append(f"{key}={text}")
-    return excerpt(", ".join(parts))
 
 
 def _fingerprint(message: Message) -> str:
@@ -453,8 +433,8 @@ def _session(path: Path, meta: Mapping[str, Any], messages: list[Message], model
         messages=messages,
         project=_project(path, meta.get("projectHash")),
         summary=meta.get("summary"),
-        started_at=_iso(meta.get("startTime")),
-        updated_at=_iso(meta.get("lastUpdated")),
+        started_at=iso_to_utc(meta.get("startTime"), lenient=False),
+        updated_at=iso_to_utc(meta.get("lastUpdated"), lenient=False),
         model=model if isinstance(model, str) else None,
         restart=restart,
     )
@@ -481,11 +461,10 @@ def _project(path: Path, project_hash: Any) -> str | None:
         root = ""
     if root:
         return root
-    registry = project_dir.parent.parent / "projects.json"  # <gemini dir>/tmp/<project> -> <gemini dir>
-    try:
-        projects = json.loads(registry.read_text(encoding="utf-8")).get("projects", {})
-    except (OSError, ValueError, AttributeError):
+    registry = optional_json(project_dir.parent.parent / "projects.json")  # <gemini dir>/tmp/<project> -> <gemini dir>
+    if not isinstance(registry, dict):
         return None
+    projects = registry.get("projects", {})
     if not isinstance(projects, dict):
         return None
     wanted = {project_dir.name} | ({project_hash} if isinstance(project_hash, str) else set())

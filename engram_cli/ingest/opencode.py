@@ -26,19 +26,27 @@ changed sessions are re-read, and they return the messages after those, or every
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import apsw
 
-from engram_cli.ingest.base import ASSISTANT, TOOL, USER, Batch, Cursor, Importer, Message, Session, excerpt
-from engram_cli.timeutil import to_iso
+from engram_cli.ingest.base import (
+    ASSISTANT,
+    TOOL,
+    USER,
+    Batch,
+    Cursor,
+    Importer,
+    Message,
+    Session,
+    excerpt,
+    optional_json,
+)
+from engram_cli.ingest.common import epoch_to_utc, messages_digest, open_read_only, render_input, since_last_read
 
 SHELL_TOOLS = ("bash",)
 # Parts that carry no words: markers, file snapshots and attachments, sub-task plumbing.
@@ -46,32 +54,6 @@ QUIET_PARTS = ("reasoning", "step-start", "step-finish", "snapshot", "patch", "f
                "compaction")  # fmt: skip
 PARAM_CHARS = 200
 FAILED_OUTPUT = ("Traceback (most recent call last)", "FAILED", "command not found")
-
-
-def _when(ms: Any) -> str | None:
-    """ISO time of an epoch in milliseconds; None when it is not one."""
-    if isinstance(ms, bool) or not isinstance(ms, int | float):
-        return None
-    try:
-        return to_iso(datetime.fromtimestamp(ms / 1000, UTC))
-    except (OverflowError, OSError, ValueError):
-        return None
-
-
-def _digest(messages: Iterable[Message]) -> str:
-    """A fingerprint of messages as read, to tell whether earlier messages changed since."""
-    rows = [[m.id, m.role, m.text, m.tool, m.command, m.is_error] for m in messages]
-    return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
-
-
-def _render(params: Mapping[str, Any]) -> str:
-    """A tool's input on one line, ``key=value`` with long values cut."""
-    parts = []
-    for key, value in params.items():
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        text = " ".join(text.split())
-        parts.append(f"{key}={text if len(text) <= PARAM_CHARS else text[:PARAM_CHARS].rstrip() + ' …'}")
-    return excerpt(" ".join(parts))
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -124,7 +106,7 @@ def _convert(records: list[_Record], batch: Batch, where: str) -> _Converted:
         info = record.info
         role = info.get("role")
         time = _dict(info.get("time"))
-        at = _when(time.get("created"))
+        at = epoch_to_utc(time.get("created"))
         if role == USER:
             model = _dict(info.get("model")).get("modelID")
             out.model = model if isinstance(model, str) else out.model
@@ -184,14 +166,15 @@ def _tool(part_id: str, part: dict[str, Any], at: str | None, batch: Batch, wher
         batch.skip("wrong type", f"{where}/{part_id}")
         return []
     params = _dict(state.get("input"))
-    started = _when(_dict(state.get("time")).get("start")) or at
+    started = epoch_to_utc(_dict(state.get("time")).get("start")) or at
     command = params.get("command")
     if name in SHELL_TOOLS and isinstance(command, str) and command.strip():
         call = Message(role=TOOL, text=command.strip(), id=part_id, at=started, tool=name, command=command.strip())
     else:
-        call = Message(role=TOOL, text=_render(params), id=part_id, at=started, tool=name)
+        rendered = excerpt(render_input(params, limit=PARAM_CHARS, separator=" "))
+        call = Message(role=TOOL, text=rendered, id=part_id, at=started, tool=name)
     status = state.get("status")
-    ended = _when(_dict(state.get("time")).get("end")) or started
+    ended = epoch_to_utc(_dict(state.get("time")).get("end")) or started
     if status == "error":
         error = state.get("error")
         text = excerpt(error if isinstance(error, str) else "failed")
@@ -231,13 +214,11 @@ def _sessions(
         )
         if count == 0:
             session.messages = messages
-        elif count <= len(messages) and _digest(messages[:count]) == before.get("d"):
-            session.messages = messages[count:]
         else:
-            session.messages, session.restart = messages, True
+            session.messages, session.restart = since_last_read(messages, count, before.get("d"), messages_digest)
         if session.messages or session.restart:
             batch.sessions.append(session)
-        states[row.id] = {"n": len(messages), "d": _digest(messages)}
+        states[row.id] = {"n": len(messages), "d": messages_digest(messages)}
     return states
 
 
@@ -285,9 +266,7 @@ def _read_database(name: str, path: Path, cursor: Cursor | None) -> Batch:
     batch = Batch([], cursor or Cursor(path=str(path)))
     seen = _dict(cursor.state.get("sessions")) if cursor is not None else {}
     try:
-        connection = apsw.Connection(
-            f"file:{quote(str(path))}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
-        )
+        connection = open_read_only(path)
     except apsw.Error:
         batch.skip("unreadable database", str(path))
         return batch
@@ -312,7 +291,7 @@ def _read_database(name: str, path: Path, cursor: Cursor | None) -> Batch:
         inode=st.st_ino,
         size=st.st_size,
         mtime_ns=st.st_mtime_ns,
-        last_at=_when(last),
+        last_at=epoch_to_utc(last),
         state={"wal": wal, "sessions": sessions},
     )
     return batch
@@ -347,8 +326,8 @@ def _load_database(
             id=sid,
             title=row.get("title") if isinstance(row.get("title"), str) else None,
             project=directory if isinstance(directory, str) and directory else worktree,
-            started_at=_when(row.get("time_created")),
-            updated_at=_when(mark),
+            started_at=epoch_to_utc(row.get("time_created")),
+            updated_at=epoch_to_utc(mark),
             model=model_id if isinstance(model_id, str) else None,
         )
         parts: dict[str, list[tuple[str, dict[str, Any]]]] = {}
@@ -426,14 +405,14 @@ def _read_storage(name: str, path: Path, cursor: Cursor | None) -> Batch:
     time = _dict(info.get("time"))
     project = info.get("directory")
     if not isinstance(project, str) or not project:
-        worktree = _dict(_read_json_quiet(storage / "project" / f"{info.get('projectID')}.json")).get("worktree")
+        worktree = _dict(optional_json(storage / "project" / f"{info.get('projectID')}.json")).get("worktree")
         project = worktree if isinstance(worktree, str) else None
     row = _SessionRow(
         id=sid,
         title=info.get("title") if isinstance(info.get("title"), str) else None,
         project=project,
-        started_at=_when(time.get("created")),
-        updated_at=_when(time.get("updated")),
+        started_at=epoch_to_utc(time.get("created")),
+        updated_at=epoch_to_utc(time.get("updated")),
     )
     states = _sessions(name, path, [(row, records)], {sid: seen} if seen else {}, batch)
     batch.cursor = Cursor(
@@ -445,14 +424,6 @@ def _read_storage(name: str, path: Path, cursor: Cursor | None) -> Batch:
         state={"u": mark, **states[sid]},
     )
     return batch
-
-
-def _read_json_quiet(path: Path) -> Any:
-    """An optional file (a project's record): its JSON, or None."""
-    try:
-        return json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def _databases(directory: Path) -> list[Path]:

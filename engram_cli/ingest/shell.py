@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from engram_cli.ingest.base import SHELL, Batch, Cursor, Importer, Message, Session, complete_lines, decode
-from engram_cli.timeutil import to_iso
+from engram_cli.ingest.common import epoch_to_utc
 
 BASH_STAMP = re.compile(r"#(\d{1,12})\s*")
 ZSH_EXTENDED = re.compile(r": *(\d{1,12}):(\d+);(.*)", re.DOTALL)
@@ -198,10 +198,6 @@ def _tail(path: Path, offset: int) -> str:
         return hashlib.sha256(fh.read(offset - start)).hexdigest()
 
 
-def _iso(epoch: int) -> str:
-    return to_iso(datetime.fromtimestamp(epoch, UTC))
-
-
 @dataclass
 class ShellImporter:
     name: str
@@ -257,7 +253,7 @@ class ShellImporter:
         sessions: dict[str, Session] = {}
         for entry in entries:
             count += 1
-            at = _iso(entry.epoch) if entry.epoch is not None else None
+            at = epoch_to_utc(entry.epoch, millis=False)
             day = at[:10] if at else day_of_file
             session = sessions.get(day)
             if session is None:
@@ -277,7 +273,7 @@ class ShellImporter:
         last_id, last_at = (cursor.last_id, cursor.last_at) if cursor is not None else (None, None)
         if entries:
             last_id = f"L{count}"
-            last_at = _iso(entries[-1].epoch) if entries[-1].epoch is not None else None
+            last_at = epoch_to_utc(entries[-1].epoch, millis=False)
         batch.cursor = Cursor(
             path=str(path),
             inode=st.st_ino,
