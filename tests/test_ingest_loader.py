@@ -308,3 +308,16 @@ def test_every_secret_kind_planted_in_logs_is_absent_from_the_db_bytes(
     for kind, _, secret in POSITIVE:
         assert secret.encode() not in data, kind
         assert f"[REDACTED:{kind}]".encode() in data
+
+
+def test_a_file_nested_too_deep_is_skipped_and_the_rest_ingested(cli: Any, tmp_path: Path, rows: Any) -> None:
+    folder = tmp_path / "records"
+    folder.mkdir()
+    deep = folder / "deep.jsonl"
+    deep.write_text('{"content": "x", "metadata": ' + "[" * 100_000 + "]" * 100_000 + "}\n", encoding="utf-8")
+    fine = folder / "fine.jsonl"
+    fine.write_text(json.dumps({"content": "Deploys go through make release"}) + "\n", encoding="utf-8")
+    for path in (deep, fine):
+        report = json.loads(cli("ingest", "jsonl", "--path", str(path), "--json").stdout)["sources"][0]
+        assert report["errors"] == []
+    assert rows("SELECT content FROM memories") == [("Deploys go through make release",)]

@@ -274,6 +274,7 @@ def _title(value: Any) -> str | None:
 
 def _time(value: Any) -> str | None:
     """Milliseconds since the epoch, as a number or (in the index) a string of digits."""
-    if isinstance(value, str) and value.strip().isdigit():
+    # isascii: str.isdigit() is also true for "²", which int() refuses.
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         value = int(value.strip())
     return epoch_to_utc(value)

@@ -325,6 +325,18 @@ class Loader:
         except OSError as exc:
             report.errors.append(f"{path}: cannot read: {exc.strerror or exc}")
             return None
+        except RecursionError:
+            # JSON nested deeper than Python's parser goes is not a log anyone wrote: skip the file as it
+            # is now (counted), and read it again only when it changes.
+            report.skipped["too deeply nested JSON"] += 1
+            report.notes.append(f"{path}: too deeply nested JSON")
+            at_end = Cursor(path=key, inode=stat.st_ino, size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+            at_end.offset = stat.st_size
+            return _FilePlan(key, Batch([], at_end), [])
+        except Exception as exc:  # one importer's bug must not stop the other files
+            log.exception("importer %s failed on %s", imp.name, path)
+            report.errors.append(f"{path}: the {imp.name} importer failed ({type(exc).__name__}: {exc})")
+            return None
         if batch.sessions:
             # A SQLite store is read on every run (its -wal may have changed); it only counts when it had news.
             report.changed += 1
