@@ -95,7 +95,7 @@ import argparse
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,8 +103,12 @@ from typing import Any
 import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+for entry in (REPO_ROOT, REPO_ROOT / "scripts"):
+    if str(entry) not in sys.path:
+        sys.path.insert(0, str(entry))
+
+# The manifest reader and the English-only rule are the merge calibration's own.
+from calibrate_merge import is_english_only, model_ids, read_manifest  # noqa: E402
 
 from engram_cli.config import DEFAULTS  # noqa: E402
 from engram_cli.memory import compact as compactmod  # noqa: E402
@@ -136,7 +140,6 @@ NEVER = 1.01
 
 # Models whose tokenizer/training covers English only (a manifest may also say
 # so through its "languages" list).
-ENGLISH_ONLY_MODELS = frozenset({"all-minilm-l6-v2-q8-v1"})
 LANGS = ("en", "zh")
 # Pair types, named as the fields of compactmod.Thresholds.
 PAIR_TYPES = ("latin", "cjk", "cross")
@@ -286,15 +289,6 @@ def load_episodes(path: Path = DEFAULT_EPISODES) -> list[Episode]:
     return episodes
 
 
-def read_manifest(model_id: str, models_dir: Path = DEFAULT_MODELS_DIR) -> dict[str, Any] | None:
-    path = models_dir / model_id / "manifest.json"
-    if not path.is_file():
-        return None
-    with open(path, encoding="utf-8") as fh:
-        manifest: dict[str, Any] = json.load(fh)
-    return manifest
-
-
 def write_manifest_thresholds(
     model_id: str, thresholds: Mapping[str, float], models_dir: Path = DEFAULT_MODELS_DIR
 ) -> Path | None:
@@ -313,21 +307,9 @@ def write_manifest_thresholds(
     return path
 
 
-def is_english_only(model_id: str, manifest: dict[str, Any] | None) -> bool:
-    langs = (manifest or {}).get("languages")
-    if isinstance(langs, list) and langs:
-        return [str(x).lower() for x in langs] == ["en"]
-    return model_id in ENGLISH_ONLY_MODELS
-
-
 def calibration_langs(model_id: str, manifest: dict[str, Any] | None) -> tuple[str, ...]:
     """Languages of the episodes a model is calibrated on."""
     return ("en",) if is_english_only(model_id, manifest) else LANGS
-
-
-def model_ids(available: Iterable[Any]) -> list[str]:
-    """Sorted ids from ``available_models()`` (manifests with an ``id``, or plain id strings)."""
-    return sorted({item if isinstance(item, str) else str(item.id) for item in available})
 
 
 # ---------------------------------------------------------------------- embedding
