@@ -108,7 +108,7 @@ for entry in (REPO_ROOT, REPO_ROOT / "scripts"):
         sys.path.insert(0, str(entry))
 
 # The manifest reader and the English-only rule are the merge calibration's own.
-from calibrate_merge import is_english_only, model_ids, read_manifest  # noqa: E402
+from calibrate_merge import is_english_only, model_ids, read_manifest, save_results, update_manifest  # noqa: E402
 
 from engram_cli.config import DEFAULTS  # noqa: E402
 from engram_cli.memory import compact as compactmod  # noqa: E402
@@ -292,19 +292,12 @@ def load_episodes(path: Path = DEFAULT_EPISODES) -> list[Episode]:
 def write_manifest_thresholds(
     model_id: str, thresholds: Mapping[str, float], models_dir: Path = DEFAULT_MODELS_DIR
 ) -> Path | None:
-    """Set ``cluster_thresholds`` and the scalar ``cluster_threshold`` (their maximum) in the model's
-    manifest, keeping the file's canonical format."""
-    path = models_dir / model_id / "manifest.json"
-    if not path.is_file():
-        return None
-    with open(path, encoding="utf-8") as fh:
-        manifest = json.load(fh)
-    manifest[MANIFEST_KEYS] = {k: thresholds[k] for k in PAIR_TYPES}
-    manifest[MANIFEST_KEY] = max(thresholds[k] for k in PAIR_TYPES)
-    text = json.dumps(manifest, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    return path
+    """Set ``cluster_thresholds`` and the scalar ``cluster_threshold`` (their maximum) in the model's manifest."""
+    values = {
+        MANIFEST_KEYS: {k: thresholds[k] for k in PAIR_TYPES},
+        MANIFEST_KEY: max(thresholds[k] for k in PAIR_TYPES),
+    }
+    return update_manifest(model_id, values, models_dir)
 
 
 def calibration_langs(model_id: str, manifest: dict[str, Any] | None) -> tuple[str, ...]:
@@ -811,14 +804,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("no model could be calibrated", file=sys.stderr)
         return 1
 
-    # Keep entries of models not re-run this time.
-    merged: dict[str, Any] = {}
-    if args.out.is_file():
-        with open(args.out, encoding="utf-8") as fh:
-            merged.update(json.load(fh))
-    merged.update(results)
-    with open(args.out, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(merged, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
+    save_results(args.out, results)
     print(f"\nwrote {args.out}")
 
     if not args.no_manifests:

@@ -130,18 +130,34 @@ def read_manifest(model_id: str, models_dir: Path = DEFAULT_MODELS_DIR) -> dict[
         return json.load(fh)
 
 
-def write_manifest_threshold(model_id: str, threshold: float, models_dir: Path = DEFAULT_MODELS_DIR) -> Path | None:
-    """Set ``merge_threshold`` in the model's manifest, keeping the file's canonical format."""
+def update_manifest(model_id: str, values: dict[str, Any], models_dir: Path = DEFAULT_MODELS_DIR) -> Path | None:
+    """Set ``values`` in the model's manifest, keeping the file's canonical format; None without a manifest."""
     path = models_dir / model_id / "manifest.json"
     if not path.is_file():
         return None
     with open(path, encoding="utf-8") as fh:
         manifest = json.load(fh)
-    manifest["merge_threshold"] = threshold
+    manifest.update(values)
     text = json.dumps(manifest, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text)
     return path
+
+
+def write_manifest_threshold(model_id: str, threshold: float, models_dir: Path = DEFAULT_MODELS_DIR) -> Path | None:
+    """Set ``merge_threshold`` in the model's manifest."""
+    return update_manifest(model_id, {"merge_threshold": threshold}, models_dir)
+
+
+def save_results(path: Path, results: dict[str, Any]) -> None:
+    """Write ``results`` into the JSON file at ``path``, keeping the entries of models not re-run this time."""
+    merged: dict[str, Any] = {}
+    if path.is_file():
+        with open(path, encoding="utf-8") as fh:
+            merged.update(json.load(fh))
+    merged.update(results)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(merged, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
 
 
 def is_english_only(model_id: str, manifest: dict[str, Any] | None) -> bool:
@@ -358,15 +374,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("no model could be calibrated", file=sys.stderr)
         return 1
 
-    # Keep entries for models not re-run this time, so calibrating one model
-    # does not drop another's record.
-    merged: dict[str, Any] = {}
-    if args.out.is_file():
-        with open(args.out, encoding="utf-8") as fh:
-            merged.update(json.load(fh))
-    merged.update(results)
-    with open(args.out, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(merged, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
+    # Calibrating one model does not drop another's record.
+    save_results(args.out, results)
     print(f"\nwrote {args.out}")
 
     if not args.no_manifests:
