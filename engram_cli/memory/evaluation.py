@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from engram_cli.errors import InvalidInput
@@ -246,10 +248,8 @@ DATASET_VERSION = 2
 _RECORD_FIELDS = ("content", "type", "namespace", "agent", "tags", "importance", "confidence", "created_at", "metadata")
 
 
-def dataset_files(directory: Any) -> tuple[list[Any], list[Any]]:
+def dataset_files(directory: str | os.PathLike[str]) -> tuple[list[Path], list[Path]]:
     """(memory files, query files) of a dataset directory: ``*memories.jsonl`` and ``*queries.jsonl``."""
-    from pathlib import Path
-
     root = Path(directory).expanduser()
     if not root.is_dir():
         raise InvalidInput(
@@ -265,7 +265,7 @@ def dataset_files(directory: Any) -> tuple[list[Any], list[Any]]:
     return memories, queries
 
 
-def dataset_records(paths: Sequence[Any]) -> list[dict[str, Any]]:
+def dataset_records(paths: Sequence[Path]) -> list[dict[str, Any]]:
     """Memory records to load; each keeps its dataset ``id`` as ``metadata.eval_id``."""
     out: list[dict[str, Any]] = []
     for path in paths:
