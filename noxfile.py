@@ -27,7 +27,7 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    session.install("ruff")
+    session.install("-e", ".[dev]")  # the pinned ruff
     session.run("ruff", "check", "engram_cli", "tests", "scripts", "noxfile.py")
     session.run("ruff", "format", "--check", "engram_cli", "tests", "scripts", "noxfile.py")
 

@@ -46,9 +46,9 @@ for entry in (REPO_ROOT, HERE):
     if str(entry) not in sys.path:
         sys.path.insert(0, str(entry))
 
-import bench  # noqa: E402
 import synthetic  # noqa: E402
 
+import bench  # noqa: E402
 from engram_cli import Engram  # noqa: E402
 from engram_cli import text as textmod  # noqa: E402
 from engram_cli.embed import DEFAULT_MODEL_ID, load_embedder  # noqa: E402

@@ -30,9 +30,9 @@ for entry in (HERE, HERE.parent):
     if str(entry) not in sys.path:
         sys.path.insert(0, str(entry))
 
-import bench  # noqa: E402
 import synthetic  # noqa: E402
 
+import bench  # noqa: E402
 from engram_cli.store import vectors  # noqa: E402
 
 NOISE = 0.02

@@ -17,12 +17,18 @@ ENV_VARS = ("ENGRAM_HOME", "ENGRAM_DB", "ENGRAM_NAMESPACE", "ENGRAM_AGENT", "ENG
 
 
 @pytest.fixture(autouse=True)
-def engram_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def engram_home(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in ENV_VARS:
         monkeypatch.delenv(name, raising=False)
     home = tmp_path / "engram-home"
     monkeypatch.setenv("ENGRAM_HOME", str(home))
     monkeypatch.setenv("NO_COLOR", "1")
+    # Nothing of the developer's own machine may leak in: no logs under ~/.claude, no global git identity.
+    user_home = tmp_path_factory.mktemp("user-home")
+    monkeypatch.setenv("HOME", str(user_home))
+    for name in ("GIT_AUTHOR", "GIT_COMMITTER"):
+        monkeypatch.setenv(f"{name}_NAME", "engram tests")
+        monkeypatch.setenv(f"{name}_EMAIL", "tests@engram.invalid")
     return home
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from engram_cli.ingest import base, importer
 from engram_cli.ingest.base import ASSISTANT, SHELL, TOOL, USER, Batch, Cursor, Session
 
-SAMPLES = Path(__file__).parents[2] / "shared" / "fixtures" / "agent-logs" / "claude-code"
+SAMPLES = Path(__file__).parent / "fixtures" / "agent-logs" / "claude-code"
 SYNTHETIC = Path(__file__).parent / "fixtures" / "ingest" / "claude-code" / "7d3c9a52-1f0e-4b6a-9c41-0a8e5b2f6d13.jsonl"
 INIT = SAMPLES / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
 ORCHESTRATOR = SAMPLES / "5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"

@@ -16,7 +16,7 @@ from engram_cli.ingest import importer
 from engram_cli.ingest.base import ASSISTANT, TOOL, TOOL_EXCERPT, USER, Batch, Message, Session
 from engram_cli.ingest.cline import API_FILE
 
-SAMPLES = Path(__file__).parents[2] / "shared" / "fixtures" / "agent-logs" / "roo-code"
+SAMPLES = Path(__file__).parent / "fixtures" / "agent-logs" / "roo-code"
 SYNTHETIC = Path(__file__).parent / "fixtures" / "ingest" / "cline"
 NATURAL = SAMPLES / "natural-mini-uncondensed" / API_FILE
 THINKING = SAMPLES / "tasks" / "6a716972-c33f-444f-a8f2-613f03410ace" / API_FILE

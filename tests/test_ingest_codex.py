@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from engram_cli.ingest import base, importer
 from engram_cli.ingest.base import ASSISTANT, TOOL, USER, Batch, Session
 
-SAMPLES = Path(__file__).parents[2] / "shared" / "fixtures" / "agent-logs" / "codex"
+SAMPLES = Path(__file__).parent / "fixtures" / "agent-logs" / "codex"
 REAL = SAMPLES / "vibecodingtracker_codex_v0.39.jsonl"
 MODERN = SAMPLES / "claude-code-log_fixtures" / "rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl"
 EARLY = SAMPLES / "claude-code-log_fixtures" / "rollout-44444444-4444-4444-8444-444444444444.jsonl"

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from engram_cli.ingest import base, importer
 from engram_cli.ingest.base import ASSISTANT, TOOL, USER, Batch, Session
 
-SAMPLES = Path(__file__).parents[2] / "shared" / "fixtures" / "agent-logs" / "copilot-cli"
+SAMPLES = Path(__file__).parent / "fixtures" / "agent-logs" / "copilot-cli"
 EVENTS = SAMPLES / "vibecodingtracker_events.jsonl"
 LEGACY = SAMPLES / "vibecodingtracker_legacy_history-session-state.json"
 SESSION_ID = "6b1f0c7e-2a3d-4c5b-9e8f-7a6b5c4d3e2f"

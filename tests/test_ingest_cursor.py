@@ -19,7 +19,7 @@ from engram_cli.ingest.base import Batch, Session
 from engram_cli.ingest.cursor import IMPORTER
 
 SAMPLE = (
-    Path(__file__).parents[2] / "shared" / "fixtures" / "agent-logs" / "cursor" / "derived_workspace_state_subset.vscdb"
+    Path(__file__).parent / "fixtures" / "agent-logs" / "cursor" / "derived_workspace_state_subset.vscdb"
 )
 SCHEMA = (
     "CREATE TABLE ItemTable (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB);"

@@ -16,7 +16,7 @@ from engram_cli.ingest import importer
 from engram_cli.ingest.base import MAX_LINE_BYTES, Batch, Cursor, Session
 from engram_cli.ingest.gemini import IMPORTER
 
-SAMPLES = Path(__file__).parents[2] / "shared" / "fixtures" / "agent-logs" / "gemini-cli"
+SAMPLES = Path(__file__).parent / "fixtures" / "agent-logs" / "gemini-cli"
 JSONL = SAMPLES / "vibecodingtracker_session.jsonl"
 LEGACY = SAMPLES / "vibecodingtracker_legacy_session.json"
 SMALL = SAMPLES / "agentsview_tool_calls_with_results.json"

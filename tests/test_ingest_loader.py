@@ -14,7 +14,7 @@ import pytest
 from engram_cli import Engram
 from engram_cli.ingest import loader
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "agent-logs"
+SAMPLES = Path(__file__).resolve().parent / "fixtures" / "agent-logs"
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 
 
@@ -196,12 +196,12 @@ def test_path_and_source_errors_say_what_to_do(cli: Any, claude_home: Path, tmp_
 def test_real_logs_of_every_sample_ingest_without_errors(cli: Any, tmp_path: Path, rows: Any) -> None:
     """Each public sample goes through the whole path: parse, extract, redact, write."""
     cases = {
-        "claude-code": SHARED / "claude-code",
-        "codex": SHARED / "codex",
-        "gemini-cli": SHARED / "gemini-cli",
-        "aider": SHARED / "aider",
-        "roo-code": SHARED / "roo-code",
-        "copilot-cli": SHARED / "copilot-cli",
+        "claude-code": SAMPLES / "claude-code",
+        "codex": SAMPLES / "codex",
+        "gemini-cli": SAMPLES / "gemini-cli",
+        "aider": SAMPLES / "aider",
+        "roo-code": SAMPLES / "roo-code",
+        "copilot-cli": SAMPLES / "copilot-cli",
     }
     for source, path in cases.items():
         copy = tmp_path / source

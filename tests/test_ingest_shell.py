@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from engram_cli.ingest import importer
 from engram_cli.ingest.base import MAX_LINE_BYTES, SHELL, Batch, Message
 
-SAMPLES = Path(__file__).parents[2] / "shared" / "fixtures" / "agent-logs" / "shell-history"
+SAMPLES = Path(__file__).parent / "fixtures" / "agent-logs" / "shell-history"
 
 bash = importer("bash")
 zsh = importer("zsh")
