@@ -15,9 +15,7 @@ from engram_cli.ingest import importer
 from engram_cli.ingest.aider import CHAT_FILE, IMPORTER, INPUT_FILE
 from engram_cli.ingest.base import MAX_LINE_BYTES, Batch, Message, Session
 
-SAMPLE = (
-    Path(__file__).parent / "fixtures" / "agent-logs" / "aider" / "aider_repo_chat-history_excerpt.md"
-)
+SAMPLE = Path(__file__).parent / "fixtures" / "agent-logs" / "aider" / "aider_repo_chat-history_excerpt.md"
 LINES = SAMPLE.read_bytes().splitlines(keepends=True)
 
 

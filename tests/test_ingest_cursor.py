@@ -18,9 +18,7 @@ from engram_cli.ingest import importer
 from engram_cli.ingest.base import Batch, Session
 from engram_cli.ingest.cursor import IMPORTER
 
-SAMPLE = (
-    Path(__file__).parent / "fixtures" / "agent-logs" / "cursor" / "derived_workspace_state_subset.vscdb"
-)
+SAMPLE = Path(__file__).parent / "fixtures" / "agent-logs" / "cursor" / "derived_workspace_state_subset.vscdb"
 SCHEMA = (
     "CREATE TABLE ItemTable (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB);"
     "CREATE TABLE cursorDiskKV (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB);"
