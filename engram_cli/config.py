@@ -94,6 +94,12 @@ DEFAULTS: dict[str, Any] = {
         "never_accessed_days": 30,
         "examples": 5,
     },
+    # Secrets and personal numbers are always redacted. E-mail addresses and phone numbers are
+    # off by default: notes name colleagues and support lines on purpose, and a shape-based
+    # phone match is less certain than a checksum.
+    "redact": {
+        "contact_details": False,
+    },
 }
 
 # Environment variables that override single settings.

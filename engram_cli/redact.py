@@ -1,13 +1,23 @@
 """Secrets and personal data in text: find them, and replace them with ``[REDACTED:<kind>]``.
 
 Detection follows the published format of each credential (an AWS key id is AKIA or ASIA
-and 16 more characters; a GitHub token starts with ghp_, gho_, …) rather than guessing
-from entropy, because a memory store is full of harmless random-looking strings: commit
-SHAs, content hashes, UUIDs, build ids. Free-form secrets are recognised only by their
-label: ``password=…``, ``"api_key": "…"``, ``Authorization: Bearer …``, the password part
-of a URL. Personal numbers carry their own checks: a card number must start like a card
-and pass Luhn; a Chinese resident id must hold a real birth date and its check digit; a
-US SSN must be in ``ddd-dd-dddd`` form outside the ranges that are never issued.
+and 16 more characters; a GitHub token starts with ghp_, gho_, …; Stripe secret keys with
+sk_live_ or sk_test_, npm tokens with npm_, Hugging Face tokens with hf_) rather than
+guessing from entropy, because a memory store is full of harmless random-looking strings:
+commit SHAs, content hashes, UUIDs, build ids. Free-form secrets are recognised only by their
+label: ``password=…``, ``"api_key": …``, ``Authorization: Bearer …``, the password part of a
+URL, ``AccountKey=`` and ``SharedAccessSignature=``/``sig=`` in Azure connection strings and
+SAS URLs, a Chinese label with a colon or 是/为 (``密码：…``, ``口令是…``, ``令牌：…``), and
+on command lines a mysql-family client's glued ``-p…``, ``sshpass -p …``, ``--password …``
+and an HTTP client's ``-u user:…`` (the user stays). Personal numbers carry their own checks:
+a card number must start like a card and pass Luhn; a Chinese resident id must hold a real
+birth date and its check digit; a US SSN must be in ``ddd-dd-dddd`` form outside the ranges
+that are never issued.
+
+E-mail addresses and phone numbers are personal data too, but found only with
+``contact=True``: a phone number must have a shape people write one in (``+`` and a country
+code, a Chinese mobile number, a US number with its area code), never a bare run of digits.
+:data:`KINDS` are the kinds found by default, :data:`CONTACT_KINDS` the ones ``contact`` adds.
 
 A finding spans the secret *value* only, so ``password=hunter2`` becomes
 ``password=[REDACTED:password-assignment]`` and the text still says what was there.
@@ -215,6 +225,81 @@ def _openai_ok(match: re.Match[str]) -> bool:
     return _mixed(body) and any(c.isupper() for c in body) and any(c.islower() for c in body)
 
 
+def _random_case(body: str) -> bool:
+    """Letters in random case, as in a generated token; an identifier (hf_loadPretrainedModelFromHub) is not."""
+    letters = [c for c in body if c.isalpha()]
+    upper = sum(c.isupper() for c in letters)
+    return bool(letters) and 4 * upper >= len(letters) and 4 * (len(letters) - upper) >= len(letters)
+
+
+# -- command lines ---------------------------------------------------------------------------
+
+# Words of one command: separated by blanks or a backslash-newline, never across a shell
+# operator or a line end. Both runs are possessive and cannot start with the same character,
+# so a scan reads each word once and never backtracks into it.
+_GAP = r"(?:[ \t]|\\\r?\n)++"
+_WORD = r"(?:[^\s\\;|&<>]|\\\S)++"
+# A value on a command line: quoted (to the closing quote on its line) or one bare word of
+# printable ASCII up to a shell operator. A quote inside a bare word means it was misread.
+_SHELL_BARE = r"[^\x00-\x20\x7f-\U0010ffff;|&<>()'\"`]++"
+_SHELL_VALUE = rf"(?P<q>['\"])?(?P<v>(?(q)(?:(?!(?P=q))[^\n])++|{_SHELL_BARE}))(?(q)(?P=q)|(?!['\"`]))"
+# The mysql family takes its password glued to -p (-pSECRET); "-p" alone asks for it.
+_MYSQL_TOOLS = r"dump|admin|import|show|check|slap|binlog"
+_MYSQL = rf"(?:mysql(?:{_MYSQL_TOOLS}|pump)?|mariadb(?:-(?:{_MYSQL_TOOLS}))?)"
+_HTTP_CLIENT = r"(?:curl|wget|https?|httpie|xh|xhs)"
+# Words that follow a flag's name in prose ("pass --password to the command") rather than a value.
+_PROSE_WORDS = frozenset(
+    {
+        *("a", "an", "and", "are", "argument", "as", "at", "be", "but", "by", "can", "flag", "for", "from"),
+        *("if", "in", "instead", "is", "it", "may", "must", "not", "of", "on", "only", "option", "or"),
+        *("parameter", "should", "so", "switch", "that", "the", "then", "this", "to", "when", "will", "with"),
+    }
+)
+
+
+def _shell_value_ok(match: re.Match[str]) -> bool:
+    value = match.group("v")
+    if is_placeholder(value):
+        return False
+    # Unquoted or in double quotes, $NAME and $(command) are expanded by the shell: not the secret.
+    return not (value.startswith("$") and match.group("q") != "'")
+
+
+def _password_flag_ok(match: re.Match[str]) -> bool:
+    value = match.group("v")
+    if match.group("q") is None and value.lower() in _PROSE_WORDS:
+        return False
+    return _shell_value_ok(match)
+
+
+def _user_password_ok(match: re.Match[str]) -> bool:
+    # "-u https://host" is a URL read as user:password.
+    return not match.group("v").startswith("//") and _shell_value_ok(match)
+
+
+# -- Chinese labels ----------------------------------------------------------------------------
+
+# 密码 (password), 口令 (passphrase), 密钥/秘钥/私钥 (key), 令牌 (token), 授权码 (authorisation
+# code), in simplified and traditional characters. The label must be followed by a colon or
+# 是/为 ("is"), so prose that only names the thing (忘记密码了, 密码策略要求12位) has no value.
+_CN_LABEL = r"(?:密码|密碼|口令|密钥|密鑰|秘钥|秘鑰|金鑰|私钥|私鑰|令牌|權杖|授权码|授權碼)"
+_CN_SPACE = r"[ \t\u3000]*+"
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_COUNT = re.compile(r"[0-9][0-9~.-]*")
+
+
+def _cn_label_ok(match: re.Match[str]) -> bool:
+    value = match.group("v")
+    if is_placeholder(value):
+        return False
+    if match.group("q") is None and _COUNT.fullmatch(value):
+        # 密码为8位, 密码：6-20 位字母: a number followed by a word is a length, not the password.
+        rest = match.string[match.end("v") : match.end("v") + 8].lstrip(" \t\u3000")
+        if _HAN.match(rest):
+            return False
+    return True
+
+
 # Tried in this order; where findings overlap, the earlier pattern wins, so the GitHub token
 # in "token=ghp_…" is reported as a GitHub token rather than as a password assignment.
 _PATTERNS: tuple[_Pattern, ...] = (
@@ -244,6 +329,49 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _Pattern("slack-token", SECRET, _rx(_L + r"(?P<v>xox[baprs]-(?=[A-Za-z0-9-]*\d)[A-Za-z0-9-]{10,250})" + _RD)),
     _Pattern("google-api-key", SECRET, _rx(_L + r"(?P<v>AIza[A-Za-z0-9_-]{35})" + _RD)),
     _Pattern("aws-access-key-id", SECRET, _rx(_L + r"(?P<v>(?:AKIA|ASIA)[A-Z0-9]{16})" + _R)),
+    # Stripe secret and restricted keys; publishable keys (pk_) are meant to be public.
+    _Pattern(
+        "stripe-key",
+        SECRET,
+        _rx(_L + r"(?P<v>[sr]k_(?:live|test)_[A-Za-z0-9]{20,})" + _R),
+        check=lambda m: not is_placeholder(m.group("v")[8:]),
+    ),
+    _Pattern(
+        "npm-token",
+        SECRET,
+        _rx(_L + r"(?P<v>npm_[A-Za-z0-9]{36})" + _R),
+        check=lambda m: not is_placeholder(m.group("v")[4:]),
+    ),
+    _Pattern(
+        "huggingface-token",
+        SECRET,
+        _rx(_L + r"(?P<v>hf_[A-Za-z0-9]{30,})" + _R),
+        check=lambda m: _random_case(m.group("v")[3:]),
+    ),
+    # The account key of an Azure storage (or Service Bus) connection string: base64 after its label.
+    _Pattern(
+        "azure-key",
+        SECRET,
+        _rx(
+            r"(?<![A-Za-z0-9_])(?i:AccountKey|SharedAccessKey)[ \t]*=[ \t]*"
+            r"(?P<v>[A-Za-z0-9+/]{20,}=*)(?![A-Za-z0-9+/=])"
+        ),
+        check=lambda m: not is_placeholder(m.group("v")),
+    ),
+    # A shared access signature: the whole token in a connection string, else the signature
+    # (sig=, base64 and often percent-encoded) in a SAS URL's query.
+    _Pattern(
+        "azure-sas",
+        SECRET,
+        _rx(r"(?<![A-Za-z0-9_])(?i:SharedAccessSignature)[ \t]*=[ \t]*(?P<v>[^\s;\"'<>]+)"),
+        check=lambda m: not is_placeholder(m.group("v")),
+    ),
+    _Pattern(
+        "azure-sas",
+        SECRET,
+        _rx(r"(?<![A-Za-z0-9_-])sig=(?P<v>(?:[A-Za-z0-9+/]|%[0-9A-Fa-f]{2}){30,}=*)(?![A-Za-z0-9+/=%])"),
+        check=lambda m: not is_placeholder(m.group("v")),
+    ),
     _Pattern(
         "aws-secret-key",
         SECRET,
@@ -273,6 +401,59 @@ _PATTERNS: tuple[_Pattern, ...] = (
         check=lambda m: not is_placeholder(m.group("v")),
         free=True,
     ),
+    # Passwords on command lines: mysql -pSECRET, sshpass -p SECRET, --password SECRET (the
+    # --password=SECRET form is an assignment, below), curl -u user:SECRET.
+    _Pattern(
+        "cli-password",
+        SECRET,
+        _rx(rf"(?<![A-Za-z0-9_.-]){_MYSQL}(?:{_GAP}{_WORD}){{0,16}}?{_GAP}-p{_SHELL_VALUE}"),
+        check=_shell_value_ok,
+        free=True,
+    ),
+    _Pattern(
+        "cli-password",
+        SECRET,
+        _rx(
+            # Only the options sshpass knows may come first, so the command it runs keeps its own -p.
+            rf"(?<![A-Za-z0-9_.-])sshpass(?:{_GAP}(?:-[fdP](?:{_GAP})?{_WORD}|-[ehvV](?:{_WORD})?))*+"
+            rf"{_GAP}-p(?:{_GAP})?{_SHELL_VALUE}"
+        ),
+        check=_shell_value_ok,
+        free=True,
+    ),
+    _Pattern(
+        "cli-password",
+        SECRET,
+        _rx(
+            # --db-password and --http-password too, never --no-password or --password-file.
+            r"(?<![A-Za-z0-9_-])--(?!no-)(?:[a-z0-9]+-)*+(?:password|passphrase|passwd|pass)"
+            rf"{_GAP}(?!-){_SHELL_VALUE}"
+        ),
+        check=_password_flag_ok,
+        free=True,
+    ),
+    _Pattern(
+        "basic-auth",
+        SECRET,
+        _rx(
+            rf"(?<![A-Za-z0-9_.-]){_HTTP_CLIENT}(?:{_GAP}{_WORD}){{0,24}}?{_GAP}"
+            rf"(?:-[uUa](?:{_GAP})?|--(?:user|proxy-user|auth)(?:=|{_GAP}))"
+            r"(?P<q>['\"])?[^\s:'\"`;|&<>]*+:"
+            rf"(?P<v>(?(q)(?:(?!(?P=q))[^\n])++|{_SHELL_BARE}))(?(q)(?P=q)|(?!['\"`]))"
+        ),
+        check=_user_password_ok,
+        free=True,
+    ),
+    _Pattern(
+        "cn-secret",
+        SECRET,
+        _rx(
+            rf"{_CN_LABEL}{_CN_SPACE}(?:[是为為]{_CN_SPACE}[:：]?|[:：=＝]){_CN_SPACE}"
+            rf"[“「『‘]?(?P<q>[\"'])?(?P<v>(?(q)(?:(?!(?P=q))[^\n])++|{_BARE}))(?(q)(?P=q))"
+        ),
+        check=_cn_label_ok,
+        free=True,
+    ),
     _Pattern(
         "password-assignment",
         SECRET,
@@ -298,11 +479,91 @@ _PATTERNS: tuple[_Pattern, ...] = (
         check=lambda m: ssn_ok(m.group("a"), m.group("g"), m.group("s")),
     ),
 )
+
+# -- contact details: only when asked for (contact=True) ----------------------------------------
+
+# Documentation domains (RFC 2606, RFC 6761) hold no one's mail, and asset names look like
+# addresses (icon@2x.png); ccTLDs that mail uses (.md, .rs, .py, …) are not on this list.
+_RESERVED_DOMAIN = re.compile(r"(?:^|\.)(?:example\.(?:com|net|org)|example|test|invalid|localhost|local)$")
+_FILE_SUFFIXES = frozenset(
+    {
+        *("png", "jpg", "jpeg", "gif", "svg", "webp", "ico", "bmp", "pdf", "txt", "log", "lock", "html", "htm"),
+        *("js", "mjs", "cjs", "ts", "jsx", "tsx", "css", "scss", "json", "yaml", "yml", "toml", "xml"),
+    }
+)
+_PHONE_DIGITS = re.compile(r"\d+", re.ASCII)
+
+
+def _email_ok(match: re.Match[str]) -> bool:
+    domain = match.group("v").rsplit("@", 1)[1].lower()
+    if _RESERVED_DOMAIN.search(domain) or domain.rsplit(".", 1)[1] in _FILE_SUFFIXES:
+        return False
+    # The user of a URL (ssh://git@host) or of a git remote (git@github.com:org/repo) names an
+    # account on that host, not a mailbox.
+    text, start, end = match.string, match.start("v"), match.end("v")
+    scp_remote = text[end : end + 1] == ":" and text[end + 1 : end + 2].strip() != ""
+    return text[max(0, start - 3) : start] != "://" and not scp_remote
+
+
+def _intl_phone_ok(match: re.Match[str]) -> bool:
+    value = match.group("v")
+    groups = _PHONE_DIGITS.findall(value)
+    digits = "".join(groups)
+    # E.164 allows 15 digits; a written number has at least 9 with its country code (+354
+    # 555 1234), a compact one at least 10. Fewer is a score or an offset (+15, +2026-03-01).
+    if not (9 if len(groups) > 1 else 10) <= len(digits) <= 15 or len(set(digits)) < 3:
+        return False
+    # At most one one-digit group after the country code (the 1 of +33 1 42 68 53 00, a trunk
+    # "(0)"): "+1 2 3 4 5 6 7 8 9" is arithmetic.
+    if sum(len(g) == 1 for g in groups[1:]) > 1:
+        return False
+    # Dotted groups of up to three digits are an address (+192.168.100.200).
+    return not ("." in value and all(len(g) <= 3 for g in groups))
+
+
+_CONTACT_PATTERNS: tuple[_Pattern, ...] = (
+    _Pattern(
+        "email",
+        PERSONAL,
+        # Possessive local part, one label per dot: an address is read once from where it starts.
+        _rx(r"(?<![A-Za-z0-9._%+-])(?P<v>[A-Za-z0-9._%+-]++@(?:[A-Za-z0-9-]++\.)+[A-Za-z]{2,63})(?![A-Za-z0-9-])"),
+        check=_email_ok,
+    ),
+    # A phone number only in the shapes people write one: +country code and groups, a Chinese
+    # mobile (1[3-9] and 11 digits), a US number with its area code in parentheses or dashes.
+    # Dates, versions, ports, ids, timestamps and hashes have none of these shapes.
+    _Pattern(
+        "phone",
+        PERSONAL,
+        _rx(r"(?<![A-Za-z0-9_+])(?P<v>\+[1-9]\d*+(?:[ .-]?\(\d{1,5}\)\d*+|[ .-]\d++)*+)(?![A-Za-z0-9_])"),
+        check=_intl_phone_ok,
+    ),
+    _Pattern(
+        "phone",
+        PERSONAL,
+        _rx(
+            r"(?<![A-Za-z0-9_+.-])(?<!\d[ -])(?P<v>1[3-9]\d(?:\d{8}|(?P<s>[ -])\d{4}(?P=s)\d{4}))"
+            r"(?![A-Za-z0-9_]|[ .-]\d)"
+        ),
+    ),
+    _Pattern(
+        "phone",
+        PERSONAL,
+        # Area code and exchange start with 2-9 (NANP); 211-911 are service numbers, not area codes.
+        _rx(
+            r"(?<![A-Za-z0-9_+.-])(?<!\d[ -])(?P<v>(?:\([2-9](?!11)\d\d\) ?|[2-9](?!11)\d\d-)[2-9]\d\d-\d{4})"
+            r"(?![A-Za-z0-9_]|[ .-]\d)"
+        ),
+    ),
+)
+CONTACT_KINDS = ("email", "phone")
+
 CARD_KIND = "card-number"
-# Card numbers rank last: an 18-digit resident id can pass Luhn too.
-_CARD_RANK = len(_PATTERNS)
-_CATEGORIES = {p.kind: p.category for p in _PATTERNS} | {CARD_KIND: PERSONAL}
-KINDS = tuple(sorted(_CATEGORIES))
+# Card numbers rank last: an 18-digit resident id can pass Luhn too, and so can a phone number.
+_CARD_RANK = len(_PATTERNS) + len(_CONTACT_PATTERNS)
+_CATEGORIES = {p.kind: p.category for p in _PATTERNS + _CONTACT_PATTERNS} | {CARD_KIND: PERSONAL}
+# What find() reports by default; contact=True adds CONTACT_KINDS.
+KINDS = tuple(sorted(kind for kind in _CATEGORIES if kind not in CONTACT_KINDS))
 
 
 def category(kind: str) -> str:
@@ -340,9 +601,9 @@ def _cards(text: str) -> Iterator[tuple[int, int]]:
             i = best + 1
 
 
-def _candidates(text: str) -> Iterator[tuple[int, int, int, str, str, bool]]:
+def _candidates(text: str, contact: bool) -> Iterator[tuple[int, int, int, str, str, bool]]:
     """(rank, start, end, kind, category, free) for every match of every pattern, overlaps included."""
-    for rank, pattern in enumerate(_PATTERNS):
+    for rank, pattern in enumerate(_PATTERNS + _CONTACT_PATTERNS if contact else _PATTERNS):
         for match in pattern.regex.finditer(text):
             if match.start("v") == match.end("v"):
                 continue
@@ -353,12 +614,12 @@ def _candidates(text: str) -> Iterator[tuple[int, int, int, str, str, bool]]:
         yield _CARD_RANK, start, end, CARD_KIND, PERSONAL, False
 
 
-def _find_once(text: str) -> list[Finding]:
+def _find_once(text: str, contact: bool) -> list[Finding]:
     # Spans no finding may enter: the markers already in the text, then each finding taken.
     blocked = [(m.start(), m.end()) for m in MARKER_RE.finditer(text)]
     starts = [s for s, _ in blocked]
     found: list[Finding] = []
-    for _, start, end, kind, category, free in sorted(_candidates(text), key=lambda c: (c[0], c[1])):
+    for _, start, end, kind, category, free in sorted(_candidates(text, contact), key=lambda c: (c[0], c[1])):
         k = bisect_left(starts, start)
         if k > 0 and blocked[k - 1][1] > start:
             continue
@@ -391,16 +652,19 @@ def _replace(text: str, findings: list[Finding]) -> tuple[str, list[tuple[int, i
     return "".join(parts), segments
 
 
-def find(text: str) -> list[Finding]:
-    """Secrets and personal data in ``text``: non-overlapping, sorted by start; markers are skipped."""
-    findings = _find_once(text)
+def find(text: str, *, contact: bool = False) -> list[Finding]:
+    """Secrets and personal data in ``text``: non-overlapping, sorted by start; markers are skipped.
+
+    ``contact=True`` also finds e-mail addresses and phone numbers (:data:`CONTACT_KINDS`).
+    """
+    findings = _find_once(text, contact)
     # A scan reads each pattern's matches left to right without overlap, so a match that
     # swallowed a neighbour and lost to a stronger finding can hide that neighbour until
     # the stronger one is a marker. Scan the redacted text again until nothing new turns
     # up; anything new lies in text copied verbatim from the input, so it maps back.
     while findings:
         redacted, segments = _replace(text, findings)
-        more = _find_once(redacted)
+        more = _find_once(redacted, contact)
         if not more:
             break
         out_starts = [o for o, _ in segments]
@@ -412,15 +676,15 @@ def find(text: str) -> list[Finding]:
     return findings
 
 
-def redact(text: str) -> tuple[str, list[Finding]]:
+def redact(text: str, *, contact: bool = False) -> tuple[str, list[Finding]]:
     """``text`` with every finding replaced by ``[REDACTED:<kind>]``, and the findings (spans in the input)."""
-    findings = find(text)
+    findings = find(text, contact=contact)
     if not findings:
         return text, findings
     return _replace(text, findings)[0], findings
 
 
-def redact_data(value: Any) -> tuple[Any, list[str]]:
+def redact_data(value: Any, *, contact: bool = False) -> tuple[Any, list[str]]:
     """Redact decoded JSON (metadata, event payloads): every string, and whole strings under secret names.
 
     Returns the new value and the kinds found. ``{"token": "abc"}`` has no label inside the
@@ -433,7 +697,7 @@ def redact_data(value: Any) -> tuple[Any, list[str]]:
             if key is not None and secret_name(key) and not is_placeholder(MARKER_RE.sub("", node)):
                 kinds.append("password-assignment")
                 return marker("password-assignment")
-            text, found = redact(node)
+            text, found = redact(node, contact=contact)
             kinds.extend(f.kind for f in found)
             return text
         if isinstance(node, dict):
