@@ -143,22 +143,33 @@ class Engram:
 
     # -- verbs -----------------------------------------------------------------------
 
-    def _prepare(self, fields: Mapping[str, Any]) -> remember.NewMemory:
+    def _prepare(self, fields: Mapping[str, Any], *, keep_secrets: bool = False) -> remember.NewMemory:
         return remember.prepare(
-            fields, namespace=str(self.config.get("namespace")), agent=str(self.config.get("agent"))
-        )
+            fields, namespace=str(self.config.get("namespace")), agent=str(self.config.get("agent")),
+            keep_secrets=keep_secrets,
+        )  # fmt: skip
 
-    def add(self, content: str, *, no_merge: bool = False, **fields: Any) -> AddResult:
-        """Remember one text. Returns what happened (created, merged, duplicate) and the memory."""
-        item = self._prepare({"content": content, **fields})
+    def add(self, content: str, *, no_merge: bool = False, keep_secrets: bool = False, **fields: Any) -> AddResult:
+        """Remember one text. Returns what happened (created, merged, duplicate) and the memory.
+
+        Secrets in any field are replaced by ``[REDACTED:<kind>]`` first (``result.redacted`` lists
+        the kinds) unless ``keep_secrets`` is set.
+        """
+        item = self._prepare({"content": content, **fields}, keep_secrets=keep_secrets)
         return self._writer(no_merge).write_batch([item])[0]
 
     def add_many(
-        self, items: Iterable[Mapping[str, Any]], *, no_merge: bool = False, batch_size: int = ADD_BATCH
+        self,
+        items: Iterable[Mapping[str, Any]],
+        *,
+        no_merge: bool = False,
+        batch_size: int = ADD_BATCH,
+        keep_secrets: bool = False,
     ) -> list[AddResult]:
         """Remember many texts: embedded in batches, one transaction per batch.
 
-        Every item of a batch is validated before the batch writes anything.
+        Every item of a batch is validated before the batch writes anything. Secrets are
+        redacted as in :meth:`add`.
         """
         if batch_size < 1:
             raise InvalidInput("batch_size must be at least 1")
@@ -171,7 +182,7 @@ class Engram:
                 if not isinstance(fields, Mapping):
                     raise InvalidInput(f"item {index}: expected an object with a 'content' field")
                 try:
-                    prepared.append(self._prepare(fields))
+                    prepared.append(self._prepare(fields, keep_secrets=keep_secrets))
                 except InvalidInput as exc:
                     raise InvalidInput(f"item {index}: {exc.message}", hint=exc.hint) from exc
             offset += len(batch)

@@ -131,4 +131,30 @@ def run(paths: configmod.Paths) -> list[dict[str, Any]]:
         results.append(_check("embedding", "ok", f"{active} gives {vector.shape[1]}-d vectors (active model)"))
     except EngramError as exc:
         results.append(_check("embedding", "fail", exc.message, exc.hint))
+    results.append(_hooks(paths))
     return results
+
+
+# Hook failures older than this are history, not a problem to report.
+HOOK_FAILURE_DAYS = 14
+
+
+def _hooks(paths: configmod.Paths) -> dict[str, Any]:
+    """Failures that installed hooks recorded in hooks.log lately (their own output goes nowhere)."""
+    from datetime import timedelta
+
+    from engram_cli.integrations import hooklog
+    from engram_cli.timeutil import now
+
+    log = paths.data_dir / hooklog.LOG_FILE
+    recent = hooklog.read(log, since=now() - timedelta(days=HOOK_FAILURE_DAYS))
+    if not recent:
+        return _check("hooks", "ok", f"no hook failures in the last {HOOK_FAILURE_DAYS} days")
+    last = recent[-1]
+    return _check(
+        "hooks",
+        "warn",
+        f"{len(recent)} hook failure(s) in the last {HOOK_FAILURE_DAYS} days; the latest, {last.at[:16]}Z, "
+        f"{last.hook} (exit {last.code}): {last.message}",
+        f"see {log}; fix the cause (often a moved database or engram), then delete the file",
+    )

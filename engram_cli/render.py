@@ -88,6 +88,12 @@ def added(results: Sequence[AddResult], *, as_json: bool) -> None:
         return
     for result in results:
         out(result.id)
+        if result.redacted:
+            kinds = ", ".join(sorted(set(result.redacted)))
+            note(
+                f"redacted {len(result.redacted)} secret(s) ({kinds}) before storing; "
+                "--keep-secrets stores the text as given"
+            )
         if result.action == "merged":
             note(
                 f"merged into existing memory {_short(result.id)} (cosine {result.similarity:.3f}); "

@@ -250,6 +250,24 @@ def test_summarizer_command_writes_the_fact(engram: Engram, tmp_path: Path) -> N
     assert fact.metadata["consolidated"]["method"] == "command"
 
 
+def test_summarizer_output_is_redacted_before_it_is_clipped(engram: Engram, tmp_path: Path) -> None:
+    from engram_cli.memory.remember import MAX_CONTENT_CHARS
+
+    jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJkZXBsb3kifQ.c2lnbmF0dXJlc2lnbmF0dXJl"
+    # The token straddles the clip point: clipped first, the cut token would no longer match.
+    padding = MAX_CONTENT_CHARS - len("Recurring ") - 20
+    engram.config.values["summarizer"]["command"] = _script(
+        tmp_path,
+        f"""
+        print("Recurring " + "x" * {padding} + " {jwt}")
+        """,
+    )
+    _episodes(engram, UPLOAD)
+    report = engram.compact(now=NOW)
+    fact = engram.get(report.clusters[0].memory_id or "")
+    assert "eyJhbGci" not in fact.content and "[REDACTED:jwt]" in fact.content
+
+
 def test_a_failing_summarizer_leaves_the_episodes(cli: Any, engram: Engram, rows: Any, tmp_path: Path) -> None:
     command = _script(tmp_path, "import sys\nsys.exit('model not loaded')\n")
     cli("config", "set", "summarizer.command", command)

@@ -118,7 +118,7 @@ def test_a_commit_does_not_wait_for_ingest_and_succeeds_even_when_engram_fails(
     assert seconds < 1.5, "the commit waited for the background ingest"
     assert slow_failing.lines() == []  # still sleeping in the background
     # Detached, time-bounded, quiet; and git's per-commit variables did not leak into it.
-    assert slow_failing.wait() == ["ingest --quiet --max-seconds 60 index=unset"]
+    assert slow_failing.wait() == ["--hook post-commit ingest --quiet --max-seconds 60 index=unset"]
     assert not (repo / ".git" / "engram-ingest.lock").exists()
 
 
@@ -144,7 +144,7 @@ def test_an_existing_hook_is_chained_still_runs_and_keeps_its_exit_status(
 
     done, _ = commit(repo)
     assert done.returncode == 0  # a post-commit hook's status never fails a commit, ours included
-    assert fake.wait() == ["ingest --quiet --max-seconds 60 index=unset"]
+    assert fake.wait() == ["--hook post-commit ingest --quiet --max-seconds 60 index=unset"]
     assert ran.read_text() == "previous \n"
 
     # Called directly, the hook passes its arguments on and returns the earlier hook's status.
@@ -164,7 +164,7 @@ def test_installing_twice_leaves_one_hook(cli: Any, repo: Path, fake: FakeEngram
     assert hook.read_bytes() == first
     assert hooks_of(repo) == ["post-commit", "post-commit.engram-chained"]
     commit(repo)
-    assert fake.wait() == ["ingest --quiet --max-seconds 60 index=unset"]
+    assert fake.wait() == ["--hook post-commit ingest --quiet --max-seconds 60 index=unset"]
     time.sleep(0.3)
     assert len(fake.lines()) == 1
 
@@ -174,7 +174,7 @@ def test_a_moved_engram_updates_the_hook_in_place(repo: Path, tmp_path: Path) ->
     change = githook.install(["/new place/engram"], repo)
     assert change.action == "updated"
     text = change.hook.read_text()
-    assert "'/new place/engram' ingest" in text and "/old/engram" not in text
+    assert "'/new place/engram' --hook post-commit ingest" in text and "/old/engram" not in text
 
 
 def test_uninstall_restores_the_earlier_hook_byte_for_byte(cli: Any, repo: Path, fake: FakeEngram) -> None:
@@ -244,7 +244,7 @@ def test_a_lock_left_by_a_killed_run_expires(repo: Path, fake: FakeEngram) -> No
     eleven_minutes_ago = time.time() - 11 * 60
     os.utime(lock, (eleven_minutes_ago, eleven_minutes_ago))
     commit(repo)
-    assert fake.wait() == ["ingest --quiet --max-seconds 60 index=unset"]
+    assert fake.wait() == ["--hook post-commit ingest --quiet --max-seconds 60 index=unset"]
 
 
 def test_a_foreign_hook_beside_a_kept_one_is_a_conflict(cli: Any, repo: Path, fake: FakeEngram) -> None:
@@ -261,7 +261,7 @@ def test_a_husky_hook_is_not_chained_but_gets_the_line_to_add(cli: Any, repo: Pa
     hook.write_text('#!/bin/sh\n. "$(dirname "$0")/husky.sh"\n')
     result = cli("hooks", "install", "git", "--repo", str(repo), ok=False)
     assert result.exit_code == 1 and "husky" in result.stderr
-    assert f"nohup {fake.path} ingest --quiet --max-seconds 60" in result.stderr
+    assert f"nohup {fake.path} --hook post-commit ingest --quiet --max-seconds 60" in result.stderr
     assert hooks_of(repo) == ["post-commit"]
 
     husky9 = repo / ".husky" / "_"
@@ -281,7 +281,7 @@ def test_core_hooks_path_is_honoured(repo: Path, fake: FakeEngram, tmp_path: Pat
     assert not (repo / ".git" / "hooks" / "post-commit").exists()
     done, _ = commit(repo)
     assert done.returncode == 0
-    assert fake.wait() == ["ingest --quiet --max-seconds 60 index=unset"]
+    assert fake.wait() == ["--hook post-commit ingest --quiet --max-seconds 60 index=unset"]
 
 
 def test_a_linked_worktree_uses_the_repositorys_hooks(repo: Path, fake: FakeEngram) -> None:
@@ -292,7 +292,7 @@ def test_a_linked_worktree_uses_the_repositorys_hooks(repo: Path, fake: FakeEngr
     assert change.hook == (repo / ".git" / "hooks" / "post-commit").resolve()
     done, _ = commit(worktree)
     assert done.returncode == 0
-    assert fake.wait() == ["ingest --quiet --max-seconds 60 index=unset"]
+    assert fake.wait() == ["--hook post-commit ingest --quiet --max-seconds 60 index=unset"]
 
 
 def test_a_subdirectory_finds_the_repository(repo: Path) -> None:
@@ -355,9 +355,10 @@ def test_claude_code_merge_keeps_every_foreign_key_and_hook(cli: Any, claude_set
     assert data["hooks"]["SessionStart"][0] == FOREIGN["hooks"]["SessionStart"][0]
     engram = shlex.quote(str(fake.path))
     assert ours(data) == {
-        "SessionStart": [f"{engram} hooks context claude-code # engram-managed"],
+        "SessionStart": [f"{engram} --hook claude-code:SessionStart hooks context claude-code # engram-managed"],
         "SessionEnd": [
-            f"nohup {engram} ingest claude-code --quiet --max-seconds 60 </dev/null >/dev/null 2>&1 & # engram-managed"
+            f"nohup {engram} --hook claude-code:SessionEnd ingest claude-code --quiet --max-seconds 60 "
+            "</dev/null >/dev/null 2>&1 & # engram-managed"
         ],
     }
     assert claude_settings.with_name("settings.json.engram-backup").read_bytes() == original
@@ -441,8 +442,8 @@ def test_the_installed_commands_run_in_a_shell(tmp_path: Path, fake: FakeEngram)
         assert done.returncode == 0 and done.stdout == b""
     assert time.monotonic() - started < 2
     assert sorted(fake.wait(2)) == [
-        "hooks context claude-code index=unset",
-        "ingest claude-code --quiet --max-seconds 60 index=unset",
+        "--hook claude-code:SessionEnd ingest claude-code --quiet --max-seconds 60 index=unset",
+        "--hook claude-code:SessionStart hooks context claude-code index=unset",
     ]
 
 
@@ -454,16 +455,16 @@ def test_gemini_and_codex_use_their_own_files_and_spelling(tmp_path: Path, monke
 
     g = assistants.wanted_hooks(gemini, ["/e"])
     assert g["SessionStart"][0] == {
-        "name": "engram-context", "type": "command", "command": "/e hooks context gemini-cli # engram-managed",
-        "timeout": 30000,
+        "name": "engram-context", "type": "command",
+        "command": "/e --hook gemini-cli:SessionStart hooks context gemini-cli # engram-managed", "timeout": 30000,
     }  # fmt: skip
     assert g["SessionEnd"][0]["name"] == "engram-ingest"
 
     c = assistants.wanted_hooks(codex, ["/e"])
     assert list(c) == ["SessionStart"]  # no session-end event: the next start ingests what came before
-    assert [h["command"].split(" # ")[0].split()[:4] for h in c["SessionStart"]] == [
-        ["/e", "hooks", "context", "codex"],
-        ["nohup", "/e", "ingest", "codex"],
+    assert [h["command"].split(" # ")[0].split()[:6] for h in c["SessionStart"]] == [
+        ["/e", "--hook", "codex:SessionStart", "hooks", "context", "codex"],
+        ["nohup", "/e", "--hook", "codex:SessionStart", "ingest", "codex"],
     ]
     assert all("timeout" not in h for h in c["SessionStart"])
 

@@ -23,10 +23,19 @@ class _Group(TyperGroup):
             from engram_cli import render
 
             render.error(exc)
+            _record_hook_failure(ctx, exc.exit_code, exc.message + (f" ({exc.hint})" if exc.hint else ""))
             raise typer.Exit(exc.exit_code) from exc
         except KeyboardInterrupt:
             sys.stderr.write("Interrupted; nothing half-written was kept.\n")
             raise typer.Exit(130) from None
+
+
+def _record_hook_failure(ctx: Any, code: int, message: str) -> None:
+    """When run by a hook (``--hook NAME``), leave a trace that `engram doctor` shows; busy is no failure."""
+    obj = getattr(ctx, "obj", None)
+    if code == 75 or obj is None or not getattr(obj, "hook", None):
+        return
+    obj.record_hook_failure(code, message)
 
 
 app = typer.Typer(
@@ -57,13 +66,16 @@ def root(
     ),
     verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="Log what happens (-vv for debug)."),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    hook: str | None = typer.Option(
+        None, "--hook", metavar="NAME", hidden=True, help="Set by installed hooks: failures go to hooks.log."
+    ),
 ) -> None:
     """engram keeps memories in one SQLite file and finds them again with a bundled local model."""
     from engram_cli.cli.context import AppContext
 
     if verbose:
         logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO, format="%(name)s: %(message)s")
-    ctx.obj = AppContext(db=db)
+    ctx.obj = AppContext(db=db, hook=hook)
     ctx.call_on_close(ctx.obj.close)
 
 

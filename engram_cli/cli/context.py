@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 @dataclass
 class AppContext:
     db: str | None = None
+    hook: str | None = None  # the hook that started this process (`--hook NAME`), if any
     _paths: configmod.Paths | None = field(default=None, repr=False)
     _config: configmod.Config | None = field(default=None, repr=False)
     _engram: Engram | None = field(default=None, repr=False)
@@ -37,6 +38,12 @@ class AppContext:
 
             self._engram = Engram.open(config=self.config, paths=self.paths)
         return self._engram
+
+    def record_hook_failure(self, code: int, message: str) -> None:
+        """Note a hook's failure in hooks.log under the data directory (never raises)."""
+        from engram_cli.integrations import hooklog
+
+        hooklog.record(self.paths.data_dir / hooklog.LOG_FILE, self.hook or "hook", code, message)
 
     def close(self) -> None:
         if self._engram is not None:

@@ -12,7 +12,7 @@ import typer
 from engram_cli import render
 from engram_cli.cli.context import AppContext
 from engram_cli.errors import EngramError
-from engram_cli.integrations import assistants, engram_command
+from engram_cli.integrations import assistants, check_database, engram_command, hooklog
 from engram_cli.integrations import git as githook
 from engram_cli.integrations import schedule as schedmod
 from engram_cli.project import project_namespace
@@ -60,7 +60,9 @@ def install_git(ctx: typer.Context, repo: RepoOpt = None, as_json: JsonOpt = Fal
     It never fails or slows a commit. An existing post-commit hook is kept beside it as
     post-commit.engram-chained and still runs, with its exit status. Honours core.hooksPath.
     """
-    change = githook.install(engram_command(_app(ctx).db), repo)
+    app = _app(ctx)
+    check_database(app.db)
+    change = githook.install(engram_command(app.db), repo, log_file=app.paths.data_dir / hooklog.LOG_FILE)
     render.git_hook_change(change, as_json=as_json)
 
 
@@ -77,6 +79,7 @@ def _install_assistant(name: str) -> Callable[..., None]:
         ctx: typer.Context, project: ProjectOpt = None, settings: SettingsOpt = None, as_json: JsonOpt = False
     ) -> None:
         path = assistants.settings_path(a, project=project, settings=settings)
+        check_database(_app(ctx).db)
         render.settings_change(assistants.install(a, path, engram_command(_app(ctx).db)), as_json=as_json)
 
     when = a.ingest_event
@@ -134,6 +137,8 @@ def context(
         hits = app.engram().recall(namespace, k=k, namespace=namespace, bump=False)
     except EngramError as exc:
         render.note(f"engram: no memories for this session: {exc.message}")
+        if app.hook:
+            app.record_hook_failure(exc.exit_code, exc.message)
         return
     render.session_context(hits, budget=budget, as_hook_json=a.context_as_json)
 
@@ -145,6 +150,7 @@ def schedule(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     set, and appends its output to cron.log in engram's data directory. Add them with `crontab -e`.
     """
     app = _app(ctx)
+    check_database(app.db)
     plan = schedmod.plan(engram_command(app.db), app.paths.data_dir / schedmod.LOG_FILE, os.environ)
     render.schedule(plan, as_json=as_json)
     if not as_json and not plan.log.parent.is_dir():

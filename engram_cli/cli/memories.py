@@ -83,6 +83,10 @@ def add(
     at: Annotated[str | None, typer.Option("--at", help="When it happened (ISO 8601); default now.")] = None,
     meta: Annotated[list[str] | None, typer.Option("--meta", help="KEY=VALUE metadata (repeatable).")] = None,
     no_merge: Annotated[bool, typer.Option("--no-merge", help="Never merge into a near-duplicate.")] = False,
+    keep_secrets: Annotated[
+        bool,
+        typer.Option("--keep-secrets", help="Store the text as given, secrets included (default: redact them)."),
+    ] = False,
     supersedes: Annotated[
         str | None, typer.Option("--supersedes", metavar="ID", help="This memory replaces memory ID.")
     ] = None,
@@ -95,7 +99,7 @@ def add(
         "source": {"kind": "cli", "ref": source} if source else {"kind": "cli"}, "session": session,
         "created_at": at, "metadata": _meta(meta), "supersedes": supersedes,
     }  # fmt: skip
-    result = _app(ctx).engram().add(content, no_merge=no_merge, **fields)
+    result = _app(ctx).engram().add(content, no_merge=no_merge, keep_secrets=keep_secrets, **fields)
     render.added([result], as_json=as_json)
 
 

@@ -16,6 +16,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from engram_cli.errors import IntegrationError
+
 # Ends every command line engram writes into another tool's configuration, so that
 # `uninstall` (and a later `install` with a moved engram) finds exactly its own entries.
 MARKER = "engram-managed"
@@ -62,3 +64,29 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def check_database(db: str | None) -> None:
+    """A ``--db`` that hooks and cron lines will carry must work when they run: refuse one that cannot.
+
+    A hook's output goes nowhere, so a path that fails would fail unseen on every commit. An existing
+    database must be a readable and writable file; a new one needs an existing, writable directory.
+    """
+    if db is None:
+        return
+    path = Path(db).expanduser()
+    redo = "fix the path and run the install again"
+    if path.is_dir():
+        raise IntegrationError(f"--db {db} is a directory, not a database file", hint=redo)
+    if path.exists():
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise IntegrationError(f"--db {db}: the file is not readable and writable", hint=f"chmod 600 {path}")
+        return
+    parent = path.parent
+    if not parent.is_dir():
+        raise IntegrationError(
+            f"--db {db}: the directory {parent} does not exist, so every run of the hook would fail",
+            hint=f"create it first (mkdir -p {shlex.quote(str(parent))}), or {redo}",
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise IntegrationError(f"--db {db}: cannot create a database in {parent} (permission denied)", hint=redo)

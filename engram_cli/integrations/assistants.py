@@ -141,12 +141,14 @@ def _command_line(text: str) -> str:
 
 def wanted_hooks(a: Assistant, engram: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     """Engram's hook entries for ``a``, by event, in the assistant's own spelling."""
-    context: dict[str, Any] = {
-        "type": "command",
-        "command": _command_line(f"{shell_join(engram)} hooks context {a.name}"),
-    }
+    # --hook: a failure is noted in hooks.log, which `engram doctor` reads (the output goes nowhere).
+    context_cmd = [*engram, "--hook", f"{a.name}:{a.context_event}", "hooks", "context", a.name]
+    context: dict[str, Any] = {"type": "command", "command": _command_line(shell_join(context_cmd))}
     # Detached and silent: the assistant may be exiting, and some kill a slow SessionEnd hook.
-    ingest_cmd = [*engram, "ingest", a.name, "--quiet", "--max-seconds", str(INGEST_MAX_SECONDS)]
+    ingest_cmd = [
+        *engram, "--hook", f"{a.name}:{a.ingest_event}", "ingest", a.name, "--quiet",
+        "--max-seconds", str(INGEST_MAX_SECONDS),
+    ]  # fmt: skip
     ingest: dict[str, Any] = {
         "type": "command",
         "command": _command_line(f"nohup {shell_join(ingest_cmd)} </dev/null >/dev/null 2>&1 &"),

@@ -44,7 +44,12 @@ if [ -n "$git_dir" ] && [ ! -e "$git_dir/rebase-merge" ] && [ ! -e "$git_dir/reb
     lock="$git_dir/engram-ingest.lock"
     # A lock older than ten minutes outlived its run (ingest stops after about a minute).
     find "$lock" -prune -mmin +10 -exec rmdir {{}} \\; 2>/dev/null
-    if mkdir "$lock" 2>/dev/null; then
+    if [ ! -x {program} ]; then
+        # engram records its own failures in this log; that it is gone, only this script can say.
+        mkdir -p {log_dir} 2>/dev/null
+        printf '%s\tpost-commit\t127\t%s is missing: reinstall engram, then run engram hooks install git\n' \
+            "$(date -u +%Y-%m-%dT%H:%M:%S.000000Z)" {program} >> {log} 2>/dev/null
+    elif mkdir "$lock" 2>/dev/null; then
         (
             trap '' HUP
             # This commit's GIT_DIR, index and the like must not leak into ingest or what it runs.
@@ -78,15 +83,18 @@ def _digest(body: str) -> str:
     return hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
 
 
-def script(engram: Sequence[str]) -> str:
-    """The post-commit script for the engram command ``engram``."""
-    body = _SCRIPT.format(marker="{marker}", command=shell_join(engram), max_seconds=MAX_SECONDS, chained=CHAINED)
+def script(engram: Sequence[str], log: Path) -> str:
+    """The post-commit script for the engram command ``engram``; failures are noted in ``log``."""
+    body = _SCRIPT.format(
+        marker="{marker}", command=shell_join([*engram, "--hook", HOOK]), program=shell_join(engram[:1]),
+        log=shell_join([str(log)]), log_dir=shell_join([str(log.parent)]), max_seconds=MAX_SECONDS, chained=CHAINED,
+    )  # fmt: skip
     return body.replace("{marker}", _MARKER_LINE + _digest(body), 1)
 
 
 def ingest_line(engram: Sequence[str]) -> str:
     """The one shell line that starts engram's background ingest, for hook managers that own the hook."""
-    command = shell_join([*engram, "ingest", "--quiet", "--max-seconds", str(MAX_SECONDS)])
+    command = shell_join([*engram, "--hook", HOOK, "ingest", "--quiet", "--max-seconds", str(MAX_SECONDS)])
     return f"nohup {command} </dev/null >/dev/null 2>&1 &"
 
 
@@ -145,11 +153,19 @@ def _read(path: Path) -> str:
         raise IntegrationError(f"cannot read {path}: {exc.strerror}") from exc
 
 
-def install(engram: Sequence[str], repo: Path | None = None) -> GitHookChange:
-    """Install (or refresh) engram's post-commit hook, chaining whatever hook was there."""
+def install(engram: Sequence[str], repo: Path | None = None, *, log_file: Path | None = None) -> GitHookChange:
+    """Install (or refresh) engram's post-commit hook, chaining whatever hook was there.
+
+    ``log_file`` is where the script notes that engram has gone (default: hooks.log in engram's data directory).
+    """
     directory = hooks_dir(repo)
     hook, chained = directory / HOOK, directory / CHAINED
-    wanted = script(engram)
+    if log_file is None:
+        from engram_cli.config import Paths
+        from engram_cli.integrations.hooklog import LOG_FILE
+
+        log_file = Paths.resolve().data_dir / LOG_FILE
+    wanted = script(engram, log_file)
     action = "installed"
     if os.path.lexists(hook):
         text = _read(hook)

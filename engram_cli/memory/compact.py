@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from engram_cli import redact
 from engram_cli import text as textmod
 from engram_cli.errors import ConflictError, InvalidInput, NotFound
 from engram_cli.memory import decay as decaymod
@@ -315,7 +316,9 @@ def run_summarizer(command: str, cluster: Cluster, timeout: float) -> str:
     if done.returncode != 0:
         tail = done.stderr.strip().splitlines()[-1:] or ["no message"]
         raise InvalidInput(f"summarizer.command exited with {done.returncode}: {tail[0][:200]}")
-    summary = textmod.normalize(done.stdout)
+    # The program may echo what it was given or add text of its own: redact before clipping, so no cut
+    # secret slips past the patterns.
+    summary, _ = redact.redact(textmod.normalize(done.stdout))
     if not summary:
         raise InvalidInput("summarizer.command printed nothing")
     return summary[:MAX_CONTENT_CHARS]

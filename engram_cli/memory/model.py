@@ -155,6 +155,7 @@ class AddResult:
     similar_id: str | None = None
     kept_apart_because: list[str] | None = None
     superseded: list[str] = field(default_factory=list)
+    redacted: list[str] = field(default_factory=list)  # kinds of secrets replaced before storing
 
     @property
     def id(self) -> str:
@@ -167,6 +168,7 @@ class AddResult:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"action": self.action, "similarity": self.similarity}
         out["superseded"] = list(self.superseded)
+        out["redacted"] = list(self.redacted)
         if self.similar_id:
             out["similar_to"] = {"id": self.similar_id, "kept_apart_because": self.kept_apart_because}
         out.update(self.memory.to_dict())

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from engram_cli import redact as redactmod
 from engram_cli import text as textmod
 from engram_cli.errors import ConflictError, InvalidInput
 from engram_cli.memory import records
@@ -61,6 +62,8 @@ class NewMemory:
     session: str | None = None
     summary: str | None = None
     supersedes: str | None = None  # id or prefix of the memory this one replaces
+    # Kinds of the secrets replaced by [REDACTED:<kind>] markers before anything was stored.
+    redacted: list[str] = field(default_factory=list)
     content_hash: str = ""
 
     def __post_init__(self) -> None:
@@ -138,8 +141,44 @@ def _source(value: Any, session: str | None) -> Source:
     raise InvalidInput(f"source must be a string or an object, not {type(value).__name__}")
 
 
-def prepare(fields: Mapping[str, Any], *, namespace: str, agent: str) -> NewMemory:
-    """Validate one memory's fields (as the JSON names them) and fill in defaults."""
+def _redact_fields(item: NewMemory, raw_tags: Any) -> None:
+    """Replace secrets in every text of ``item`` that reaches a table, recording the kinds found.
+
+    Memories end up in prompts sent to cloud models, so the default is to store no secret at all;
+    the markers keep the text readable ("password=[REDACTED:password-assignment]").
+    """
+    kinds: list[str] = []
+
+    def text(value: str) -> str:
+        cleaned, found = redactmod.redact(value)
+        kinds.extend(f.kind for f in found)
+        return cleaned
+
+    def data(value: Any) -> Any:
+        cleaned, found = redactmod.redact_data(value)
+        kinds.extend(found)
+        return cleaned
+
+    item.content = text(item.content)
+    item.summary = None if item.summary is None else text(item.summary)
+    item.metadata = data(item.metadata)
+    # Tags are lower-cased when normalised, which would hide case-sensitive formats (AKIA…): redact them as given.
+    if item.tags:
+        item.tags = normalize_tags([text(t) for t in ([raw_tags] if isinstance(raw_tags, str) else raw_tags)])
+    item.session = None if item.session is None else text(item.session)
+    source = item.source
+    source.ref = None if source.ref is None else text(source.ref)
+    source.session = None if source.session is None else text(source.session)
+    source.metadata = data(source.metadata)
+    item.content_hash = textmod.content_hash(item.content)
+    item.redacted = kinds
+
+
+def prepare(fields: Mapping[str, Any], *, namespace: str, agent: str, keep_secrets: bool = False) -> NewMemory:
+    """Validate one memory's fields (as the JSON names them) and fill in defaults.
+
+    Secrets are redacted from every text unless ``keep_secrets`` is set.
+    """
     unknown = set(fields) - set(FIELDS)
     if unknown:
         raise InvalidInput(
@@ -175,7 +214,7 @@ def prepare(fields: Mapping[str, Any], *, namespace: str, agent: str) -> NewMemo
         raise InvalidInput(f"metadata is not JSON-serialisable: {exc}") from exc
     session = fields.get("session")
     summary = fields.get("summary")
-    return NewMemory(
+    item = NewMemory(
         content=content,
         type=mtype,
         namespace=_name("namespace", fields.get("namespace"), namespace),
@@ -190,6 +229,9 @@ def prepare(fields: Mapping[str, Any], *, namespace: str, agent: str) -> NewMemo
         summary=None if summary is None else textmod.normalize(str(summary)) or None,
         supersedes=None if fields.get("supersedes") is None else str(fields["supersedes"]),
     )
+    if not keep_secrets:
+        _redact_fields(item, fields.get("tags"))
+    return item
 
 
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
@@ -224,7 +266,10 @@ class Writer:
         for attempt in range(MAX_RETRIES):
             try:
                 with self.store.write():
-                    return [self._write_one(table, item, matrix, need) for item in items]
+                    results = [self._write_one(table, item, matrix, need) for item in items]
+                for item, result in zip(items, results, strict=True):
+                    result.redacted = list(item.redacted)
+                return results
             except ConflictError:
                 if attempt == MAX_RETRIES - 1:
                     raise
