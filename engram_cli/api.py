@@ -146,7 +146,7 @@ class Engram:
     def _prepare(self, fields: Mapping[str, Any], *, keep_secrets: bool = False) -> remember.NewMemory:
         return remember.prepare(
             fields, namespace=str(self.config.get("namespace")), agent=str(self.config.get("agent")),
-            keep_secrets=keep_secrets,
+            keep_secrets=keep_secrets, contact=bool(self.config.get("redact.contact_details")),
         )  # fmt: skip
 
     def add(self, content: str, *, no_merge: bool = False, keep_secrets: bool = False, **fields: Any) -> AddResult:

@@ -54,3 +54,13 @@ def test_a_text_without_secrets_is_untouched(cli: Any, rows: Any) -> None:
     result = cli("add", text)
     assert "redacted" not in result.stderr
     assert rows("SELECT content FROM memories") == [(text,)]
+
+
+def test_contact_details_are_redacted_only_when_configured(cli: Any, rows: Any) -> None:
+    text = "Escalations go to oncall@corp-mail.io or +49 30 1234 5678"
+    cli("add", text)
+    cli("config", "set", "redact.contact_details", "true")
+    cli("add", "Billing questions go to billing@corp-mail.io", "-n", "other")
+    contents = [r[0] for r in rows("SELECT content FROM memories ORDER BY pk")]
+    assert contents[0] == text
+    assert contents[1] == "Billing questions go to [REDACTED:email]"

@@ -141,7 +141,7 @@ def _source(value: Any, session: str | None) -> Source:
     raise InvalidInput(f"source must be a string or an object, not {type(value).__name__}")
 
 
-def _redact_fields(item: NewMemory, raw_tags: Any) -> None:
+def _redact_fields(item: NewMemory, raw_tags: Any, contact: bool) -> None:
     """Replace secrets in every text of ``item`` that reaches a table, recording the kinds found.
 
     Memories end up in prompts sent to cloud models, so the default is to store no secret at all;
@@ -150,12 +150,12 @@ def _redact_fields(item: NewMemory, raw_tags: Any) -> None:
     kinds: list[str] = []
 
     def text(value: str) -> str:
-        cleaned, found = redactmod.redact(value)
+        cleaned, found = redactmod.redact(value, contact=contact)
         kinds.extend(f.kind for f in found)
         return cleaned
 
     def data(value: Any) -> Any:
-        cleaned, found = redactmod.redact_data(value)
+        cleaned, found = redactmod.redact_data(value, contact=contact)
         kinds.extend(found)
         return cleaned
 
@@ -174,10 +174,13 @@ def _redact_fields(item: NewMemory, raw_tags: Any) -> None:
     item.redacted = kinds
 
 
-def prepare(fields: Mapping[str, Any], *, namespace: str, agent: str, keep_secrets: bool = False) -> NewMemory:
+def prepare(
+    fields: Mapping[str, Any], *, namespace: str, agent: str, keep_secrets: bool = False, contact: bool = False
+) -> NewMemory:
     """Validate one memory's fields (as the JSON names them) and fill in defaults.
 
-    Secrets are redacted from every text unless ``keep_secrets`` is set.
+    Secrets are redacted from every text unless ``keep_secrets`` is set; ``contact`` adds e-mail
+    addresses and phone numbers (the ``redact.contact_details`` setting).
     """
     unknown = set(fields) - set(FIELDS)
     if unknown:
@@ -230,7 +233,7 @@ def prepare(fields: Mapping[str, Any], *, namespace: str, agent: str, keep_secre
         supersedes=None if fields.get("supersedes") is None else str(fields["supersedes"]),
     )
     if not keep_secrets:
-        _redact_fields(item, fields.get("tags"))
+        _redact_fields(item, fields.get("tags"), contact)
     return item
 
 
