@@ -385,14 +385,18 @@ def _audit_example(ex: dict[str, Any]) -> list[str]:
             f"    {ex['text']}",
             f"    {ex['other_text']}",
         ]
+    text = f"  {ex['text']}" if ex.get("text") else ""
+    if "table" in ex:  # a secret in a row that belongs to no memory
+        return [f"{ex['table']} {ex['row']}  in {', '.join(ex['columns'])}{text}".rstrip()]
     extras = [
         f"{key} {', '.join(value) if isinstance(value, list) else value}"
         for key, value in ex.items()
-        if key not in ("id", "text", "purged")
+        if key not in ("id", "text", "purged", "where", "columns")
     ]
+    if "columns" in ex:  # where a secret sits: table.column
+        extras.insert(0, f"in {', '.join(ex['columns'])}")
     if ex.get("purged"):
         extras.append("(purged memory's history)")
-    text = f"  {ex['text']}" if ex.get("text") else ""
     return [f"{ex['id']}  {'; '.join(extras)}{text}".rstrip()]
 
 
