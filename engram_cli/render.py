@@ -249,7 +249,18 @@ def forgotten(results: Sequence[ForgetResult], *, as_json: bool) -> None:
         json_out([r.to_dict() for r in results])
         return
     for r in results:
-        out(f"{r.id}\t{r.action}")
+        out(f"{r.id}\t{r.action}" + (f"\t({r.note})" if r.note else ""))
+        if r.edited:
+            out(f"  removed its text from {_memories(len(r.edited), 'other ')}: {', '.join(map(_short, r.edited))}")
+        if r.consolidated:
+            out(
+                f"  {_memories(len(r.consolidated))} it had consolidated keep their own text: "
+                f"{', '.join(map(_short, r.consolidated))} (`engram forget --hard ID` removes one too)"
+            )
+
+
+def _memories(n: int, kind: str = "") -> str:
+    return f"{n} {kind}{'memory' if n == 1 else 'memories'}"
 
 
 def decay_report(report: DecayReport, *, as_json: bool) -> None:
