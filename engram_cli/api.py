@@ -505,6 +505,6 @@ class Engram:
         return decaymod.touch(self.store, [ref] if isinstance(ref, str) else list(ref))
 
     def forget(self, ref: str | Sequence[str], *, hard: bool = False) -> builtins.list[manage.ForgetResult]:
-        """Archive (default) or purge (``hard=True``) memories."""
+        """Archive (default) or purge (``hard=True``) memories, a purge with every copy of their text."""
         refs = [ref] if isinstance(ref, str) else list(ref)
-        return manage.forget(self.store, refs, hard=hard)
+        return manage.forget(self.store, refs, hard=hard, embedder=self._passage_embedder)

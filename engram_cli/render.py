@@ -255,7 +255,18 @@ def forgotten(results: Sequence[ForgetResult], *, as_json: bool) -> None:
         json_out([r.to_dict() for r in results])
         return
     for r in results:
-        out(f"{r.id}\t{r.action}")
+        out(f"{r.id}\t{r.action}" + (f"\t({r.note})" if r.note else ""))
+        if r.edited:
+            out(f"  removed its text from {_memories(len(r.edited), 'other ')}: {', '.join(map(_short, r.edited))}")
+        if r.consolidated:
+            out(
+                f"  {_memories(len(r.consolidated))} it had consolidated keep their own text: "
+                f"{', '.join(map(_short, r.consolidated))} (`engram forget --hard ID` removes one too)"
+            )
+
+
+def _memories(n: int, kind: str = "") -> str:
+    return f"{n} {kind}{'memory' if n == 1 else 'memories'}"
 
 
 def decay_report(report: DecayReport, *, as_json: bool) -> None:
@@ -391,14 +402,18 @@ def _audit_example(ex: dict[str, Any]) -> list[str]:
             f"    {ex['text']}",
             f"    {ex['other_text']}",
         ]
+    text = f"  {ex['text']}" if ex.get("text") else ""
+    if "table" in ex:  # a secret in a row that belongs to no memory
+        return [f"{ex['table']} {ex['row']}  in {', '.join(ex['columns'])}{text}".rstrip()]
     extras = [
         f"{key} {', '.join(value) if isinstance(value, list) else value}"
         for key, value in ex.items()
-        if key not in ("id", "text", "purged")
+        if key not in ("id", "text", "purged", "where", "columns")
     ]
+    if "columns" in ex:  # where a secret sits: table.column
+        extras.insert(0, f"in {', '.join(ex['columns'])}")
     if ex.get("purged"):
         extras.append("(purged memory's history)")
-    text = f"  {ex['text']}" if ex.get("text") else ""
     return [f"{ex['id']}  {'; '.join(extras)}{text}".rstrip()]
 
 

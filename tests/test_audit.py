@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from engram_cli import Engram
 from engram_cli.embed import load_embedder
 from engram_cli.memory import records
+from engram_cli.memory.audit import NOT_SCANNED, SCANNED, index_table
 from engram_cli.memory.model import Source
 from engram_cli.store import vectors
 
@@ -160,6 +162,176 @@ def test_secrets_are_found_everywhere_and_fix_leaves_no_raw_byte(cli: Any, db_pa
         for form in {raw, raw.lower(), raw.replace(" ", "")}:
             assert form.encode() not in blob, form
     assert cli("audit", "--strict").exit_code == 0
+
+
+def _text_columns(engram: Engram) -> dict[str, set[str]]:
+    """Every table of the file and its columns that can hold text (declared TEXT or JSON, or no type at all)."""
+    vector_tables = [table for _, table in vectors.models_in_use(engram.store)]
+    found: dict[str, set[str]] = {}
+    for (table,) in engram.store.rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"):
+        if index_table(table, vector_tables):
+            continue
+        declared = {str(c[1]): str(c[2]).upper() for c in engram.store.rows(f'PRAGMA table_xinfo("{table}")')}
+        found[table] = {c for c, t in declared.items() if t in ("", "ANY") or "TEXT" in t or "JSON" in t or "CHAR" in t}
+    return found
+
+
+def test_every_text_column_of_the_schema_is_scanned_or_said_why_not(engram: Engram) -> None:
+    engram.add(FACTS[0])  # a vector table and its shadow tables exist from the first memory on
+    found = _text_columns(engram)
+    assert {"memories", "sources", "events", "ingest_sessions", "ingest_cursors", "ingest_items"} <= set(found)
+    listed = {t: set(SCANNED.get(t, {})) | set(NOT_SCANNED.get(t, {})) for t in set(SCANNED) | set(NOT_SCANNED)}
+    unlisted = {t: sorted(cols - listed.get(t, set())) for t, cols in found.items() if cols - listed.get(t, set())}
+    assert unlisted == {}, f"text columns audit does not know about: {unlisted}"
+    stale = {t: sorted(cols - found.get(t, set())) for t, cols in listed.items() if cols - found.get(t, set())}
+    assert stale == {}, f"columns listed for audit that the schema does not have: {stale}"
+    assert not any(set(SCANNED[t]) & set(NOT_SCANNED.get(t, {})) for t in SCANNED)
+    assert all(why.strip() for columns in NOT_SCANNED.values() for why in columns.values())
+    # The excepted tables are the keyword index, the vector tables and SQLite's own: nothing else.
+    names = [str(r[0]) for r in engram.store.rows("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    skipped = sorted(set(names) - set(found))
+    assert skipped and all(n.startswith(("memory_fts", "vec_")) or n == "sqlite_sequence" for n in skipped)
+    assert index_table("memory_notes", []) is None and index_table("vec_x_chunks", ["vec_x"]) is not None
+
+
+def _secret_for(place: str) -> str:
+    """A GitHub token of its own for every column, so the report and the bytes say which one leaked."""
+    return "ghp_" + hashlib.sha256(place.encode()).hexdigest()[:36]
+
+
+ANTHROPIC = "sk-ant-api03-Qm7Rt2Vx9Yz4Bc6Df8Gh1Jk3Lm5Np7Qr9St2Uv4Wx6"
+DIGEST_PASSWORD = "plumvortex88"
+
+
+def _plant_in_every_column(engram: Engram) -> list[str]:
+    """Secrets written with SQL into every column SCANNED lists (a memory's, a tombstone's, ingest state's)."""
+    memory = engram.add(FACTS[0], tags=["ops"], source={"kind": "cli", "ref": "notes.md"}).memory
+    raw: dict[str, str] = {f"{t}.{c}": _secret_for(f"{t}.{c}") for t, columns in SCANNED.items() for c in columns}
+
+    def value(place: str) -> str:
+        table, column = place.split(".")
+        if SCANNED[table][column] == "json":
+            return json.dumps({"detail": f"pushed with {raw[place]}"})
+        return f"pushed with {raw[place]}"
+
+    digest = {
+        "v": 1,
+        "task": f"first prompt: push with {raw['ingest_sessions.digest']}",
+        "open": [{"id": "c1", "cmd": f"curl -H 'Authorization: Bearer {ANTHROPIC}' https://api.example.com"}],
+        "programs": {f"aws configure set key {AWS_ID}": 2},  # a secret in a key, not a value
+        "summary": f"logged in with password={DIGEST_PASSWORD}",
+    }
+    store = engram.store
+    with store.write():
+        store.execute(
+            "UPDATE memories SET content = ?, summary = ?, metadata = ?, session_id = ? WHERE pk = ?",
+            (*(value(f"memories.{c}") for c in ("content", "summary", "metadata", "session_id")), memory.pk),
+        )
+        store.execute("INSERT INTO tags (memory_pk, tag) VALUES (?, ?)", (memory.pk, value("tags.tag")))
+        store.execute(
+            "UPDATE sources SET kind = ?, ref = ?, message_id = ?, session_id = ?, content = ?, metadata = ? "
+            "WHERE memory_pk = ?",
+            (*(value(f"sources.{c}") for c in ("kind", "ref", "message_id", "session_id", "content", "metadata")),
+             memory.pk),
+        )  # fmt: skip
+        store.execute(
+            "UPDATE events SET actor = ?, before = ?, after = ? WHERE memory_id = ?",
+            (value("events.actor"), value("events.before"), value("events.after"), memory.id),
+        )
+        records.add_event(
+            store, "0badc0de-0000-4000-8000-000000000000", "deleted", memory.created_at,
+            note=value("events.note"), actor="user",
+        )  # fmt: skip
+        store.execute("INSERT INTO settings (key, value) VALUES ('planted', ?)", (value("settings.value"),))
+        store.execute(
+            "INSERT INTO ingest_sessions (source, session_key, path, namespace, digest, updated_at) "
+            "VALUES ('claude-code', ?, ?, 'default', ?, ?)",
+            (
+                value("ingest_sessions.session_key"),
+                value("ingest_sessions.path"),
+                json.dumps(digest),
+                memory.created_at,
+            ),
+        )
+        store.execute(
+            "INSERT INTO ingest_cursors (path, source, last_id, state, updated_at) VALUES (?, 'codex', ?, ?, ?)",
+            (value("ingest_cursors.path"), value("ingest_cursors.last_id"), value("ingest_cursors.state"),
+             memory.created_at),
+        )  # fmt: skip
+        store.execute(
+            "INSERT INTO ingest_items (source, session_key, item_key, memory_id, content_hash, created_at) "
+            "VALUES ('codex', ?, ?, ?, 'h', ?)",
+            (value("ingest_items.session_key"), value("ingest_items.item_key"), memory.id, memory.created_at),
+        )
+    return [*raw.values(), ANTHROPIC, AWS_ID, DIGEST_PASSWORD]
+
+
+def test_fix_redacts_every_table_and_leaves_no_raw_byte(engram: Engram, cli: Any, db_path: Path) -> None:
+    secrets = _plant_in_every_column(engram)
+    check = engram.audit().check("secrets")
+    # One memory, one tombstone, and one row each of settings and the three ingest tables.
+    assert check.count == 6 and check.problem
+    assert set(check.details["columns"]) == {f"{t}.{c}" for t, columns in SCANNED.items() for c in columns}
+    assert check.details["kinds"]["anthropic-key"] == 1 and check.details["kinds"]["aws-access-key-id"] == 1
+    assert {e.get("table") for e in check.examples} >= {"settings", "ingest_sessions"}
+    session = next(e for e in check.examples if e.get("table") == "ingest_sessions")
+    assert session["columns"] == ["ingest_sessions.digest", "ingest_sessions.path", "ingest_sessions.session_key"]
+    memory = next(e for e in check.examples if "id" in e and not e["purged"])
+    assert "memories.content" in memory["columns"] and "tags.tag" in memory["columns"]
+    shown = json.dumps([e for e in check.examples]) + cli("audit").stdout + cli("audit", "--json", ok=False).stdout
+    assert "ingest_sessions.digest" in cli("audit").stdout
+    for raw in secrets:  # the report says where, never what
+        assert raw not in shown
+
+    fixed = engram.audit(fix=True)
+    assert (fixed.check("secrets").found, fixed.check("secrets").fixed, fixed.check("secrets").count) == (6, 6, 0)
+    assert fixed.problems == []
+    (digest,) = engram.store.rows("SELECT digest FROM ingest_sessions")[0]
+    digest = json.loads(digest)
+    assert digest["programs"] == {"aws configure set key [REDACTED:aws-access-key-id]": 2}
+    assert (
+        digest["open"][0]["cmd"] == "curl -H 'Authorization: Bearer [REDACTED:anthropic-key]' https://api.example.com"
+    )
+    assert digest["summary"] == "logged in with password=[REDACTED:password-assignment]"
+    assert engram.store.rows("SELECT tag FROM tags ORDER BY tag") == [
+        ("ops",),
+        ("pushed with [REDACTED:github-token]",),
+    ]
+
+    exported = cli("export", "--all-namespaces").stdout
+    assert "[REDACTED:github-token]" in exported
+    files = [p for p in db_path.parent.glob(db_path.name + "*") if p.is_file()]
+    blob = b"".join(p.read_bytes() for p in files)
+    for raw in secrets:
+        for form in (raw, raw.lower(), raw[-24:].lower()):
+            assert form.encode() not in blob, form
+            assert form not in exported, form
+    assert engram.audit().check("secrets").count == 0
+
+
+def test_a_redacted_key_that_meets_its_twin_replaces_it(engram: Engram, rows: Any) -> None:
+    """Two cursors whose paths differ only by their secret read the same once redacted: one row is left."""
+    with engram.store.write():
+        for token in (GITHUB, "ghp_Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8Ii9Jj0Kk1Ll2Mm"):
+            engram.store.execute(
+                "INSERT INTO ingest_cursors (path, source, state, updated_at) VALUES (?, 'shell', '{}', 'now')",
+                (f"/logs/{token}/history",),
+            )
+    assert engram.audit().check("secrets").count == 2
+    assert engram.audit(fix=True).check("secrets").count == 0
+    assert rows("SELECT path FROM ingest_cursors") == [("/logs/[REDACTED:github-token]/history",)]
+
+
+def test_namespace_scope_covers_ingest_sessions_by_their_namespace(engram: Engram) -> None:
+    with engram.store.write():
+        for namespace in ("alpha", "beta"):
+            engram.store.execute(
+                "INSERT INTO ingest_sessions (source, session_key, path, namespace, digest, updated_at) "
+                "VALUES ('codex', ?, '/p', ?, ?, 'now')",
+                (namespace, namespace, json.dumps({"task": f"use {GITHUB}"})),
+            )
+    assert engram.audit(namespace="alpha").check("secrets").count == 1
+    assert engram.audit().check("secrets").count == 2
 
 
 def _counts_from(data: dict[str, Any]) -> dict[str, int]:

@@ -3,8 +3,9 @@
 Checks, by severity (``error`` and ``warning`` are problems; ``info`` lists memories to review):
 
 - integrity (error): ``PRAGMA integrity_check`` (``quick_check`` when quick) and ``foreign_key_check``.
-- secrets (error): credentials or personal numbers (see :mod:`engram_cli.redact`) in a memory's text,
-  summary or metadata, in its sources, or in its events.
+- secrets (error): credentials or personal numbers (see :mod:`engram_cli.redact`) in any column that
+  holds text, of any table: :data:`SCANNED` lists them, :data:`NOT_SCANNED` says why each other text
+  column cannot hold one, :data:`INDEX_TABLES` why the index tables are not read.
 - missing_index (error): a memory without a vector in its model's table, without a keyword row, or whose
   vector row carries outdated filter columns (namespace, status, type, agent), which recall filters on.
 - orphan_index (error): vector or keyword rows whose memory is gone, or vectors left in another model's table.
@@ -17,14 +18,14 @@ Checks, by severity (``error`` and ``warning`` are problems; ``info`` lists memo
 - stale, low_confidence, never_accessed (info).
 
 Similar pairs come from tiled matrix products over the vectors of each namespace and model,
-never from one KNN query per memory. Integrity and orphans concern the whole file whatever
-the namespaces; everything else is limited to them.
+never from one KNN query per memory. Integrity, orphans and the secrets of tables that belong
+to no namespace (settings, ingest cursors and items) concern the whole file whatever the
+namespaces; everything else is limited to them.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -40,7 +41,7 @@ from engram_cli.errors import InvalidInput
 from engram_cli.memory import repair
 from engram_cli.memory.reembed import TARGET_MODEL_KEY
 from engram_cli.memory.remember import MERGE_CANDIDATES, chunked
-from engram_cli.memory.repair import Action, Repairs, Work
+from engram_cli.memory.repair import JSON, TEXT, Action, Repairs, Work
 from engram_cli.memory.similarity import (
     SWAP_OVERLAP,
     Profile,
@@ -64,6 +65,82 @@ TILE = 2048  # rows and columns per matrix product (16 MB of float32)
 # (and says so) instead of listing n² pairs.
 MAX_PAIRS = 200_000
 EXCERPT = 90
+
+# -- where text is stored ------------------------------------------------------------------
+
+# Every column that holds text, by table, and how the secrets check reads it. A migration that
+# adds a table or a text column must add it here or to NOT_SCANNED: tests/test_audit.py reads the
+# schema of a new database and fails on any text column found in neither.
+SCANNED: dict[str, dict[str, str]] = {
+    "memories": {"content": TEXT, "summary": TEXT, "metadata": JSON, "session_id": TEXT},
+    "tags": {"tag": TEXT},
+    "sources": {
+        "kind": TEXT, "ref": TEXT, "message_id": TEXT, "session_id": TEXT, "content": TEXT, "metadata": JSON,
+    },
+    "events": {"actor": TEXT, "before": JSON, "after": JSON, "note": TEXT},
+    "settings": {"value": TEXT},
+    "ingest_sessions": {"session_key": TEXT, "path": TEXT, "digest": JSON},
+    "ingest_cursors": {"path": TEXT, "last_id": TEXT, "state": JSON},
+    "ingest_items": {"session_key": TEXT, "item_key": TEXT},
+}  # fmt: skip
+
+_ID = "an id engram makes (a UUID)"
+_TIME = "a timestamp engram writes"
+_HASH = "a SHA-256 of the text, in hex"
+_IMPORTER = "the name of an importer engram ships"
+_SCOPE = (
+    "a name that scopes memories (a project directory's name, or one the caller chose): vec0 partitions and "
+    "filters on it, so rewriting it would move memories out of their scope"
+)
+_MODEL = "the name of a model directory engram loaded vectors from (embed/manifest refuses any other)"
+NOT_SCANNED: dict[str, dict[str, str]] = {
+    "memories": {
+        "id": _ID, "superseded_by": _ID, "consolidated_into": _ID, "namespace": _SCOPE, "agent_id": _SCOPE,
+        "memory_type": "one of four types (CHECK constraint)", "status": "one of three statuses (CHECK constraint)",
+        "content_hash": _HASH, "embedding_model": _MODEL,
+        "last_access_at": _TIME, "created_at": _TIME, "updated_at": _TIME,
+    },
+    "sources": {"created_at": _TIME},
+    "events": {"memory_id": _ID, "kind": "one of ten kinds (CHECK constraint)", "at": _TIME},
+    "settings": {"key": "a name engram's own code sets (active_model, reembed target, caches)"},
+    "ingest_sessions": {"source": _IMPORTER, "namespace": _SCOPE, "updated_at": _TIME},
+    "ingest_cursors": {"source": _IMPORTER, "last_at": _TIME, "updated_at": _TIME},
+    "ingest_items": {"source": _IMPORTER, "memory_id": _ID, "content_hash": _HASH, "created_at": _TIME},
+    "embedding_models": {
+        "model_id": _MODEL, "vec_table": "derived from model_id (vectors.table_name)", "created_at": _TIME,
+    },
+    "schema_migrations": {"name": "the name of a migration engram ships", "applied_at": _TIME},
+}  # fmt: skip
+
+# Tables the secrets check does not read, and why. Vector tables (one per model, named in
+# embedding_models) and their shadow tables are not text either: see :func:`index_table`.
+INDEX_TABLES: dict[str, str] = {
+    "memory_fts": "the keyword index of memories: terms analysed from the columns above, rebuilt from the "
+    "redacted text and merged (``optimize``) so old segments go",
+    "sqlite_sequence": "SQLite's own counters: table names and numbers",
+}
+VECTOR_TABLES = (
+    "vectors, and copies of their memory's namespace, status, type and agent for recall's filters "
+    "(see NOT_SCANNED for why those are not scanned)"
+)
+
+
+def index_table(name: str, vector_tables: Iterable[str]) -> str | None:
+    """Why ``name`` is not read for secrets, if it is an index table or one of their shadow tables."""
+    for base in INDEX_TABLES:
+        if name == base or name.startswith(base + "_"):
+            return INDEX_TABLES[base]
+    for base in vector_tables:
+        if name == base or name.startswith(base + "_"):
+            return VECTOR_TABLES
+    return None
+
+
+# How the secrets check reads each table: the tables of a memory report per memory (its id),
+# the others per row; ingest sessions carry their namespace, the rest belong to the whole file.
+_MEMORY_TABLES = ("memories", "tags", "sources", "events")
+_NAMESPACED = {"ingest_sessions"}
+
 
 # -- what the report is made of ---------------------------------------------------------------
 
@@ -240,70 +317,93 @@ def _integrity(store: Store, quick: bool, limit: int) -> Check:
 
 
 def _secrets(store: Store, rows: list[_Row], scope: _Scope, limit: int, work: Work) -> Check:
-    # Per memory id (the tombstones of purged memories included): where, which kinds, an excerpt.
-    where_found: dict[str, set[str]] = defaultdict(set)
-    kinds: Counter[str] = Counter()
-    excerpts: dict[str, str] = {}
+    # Found per memory id (the tombstones of purged memories included), or per row of a table that
+    # belongs to no memory: the places, the table.column names, an excerpt.
     by_id = {r.id: r for r in rows}
+    places: dict[tuple[str, str], set[str]] = defaultdict(set)
+    columns: dict[tuple[str, str], set[str]] = defaultdict(set)
+    excerpts: dict[tuple[str, str], str] = {}
+    labels: dict[tuple[str, str], str] = {}
+    kinds: Counter[str] = Counter()
+    per_column: Counter[str] = Counter()
 
-    def note(memory_id: str, place: str, found: list[str], text: str | None = None) -> bool:
-        if not found:
-            return False
-        where_found[memory_id].add(place)
-        kinds.update(found)
-        if text and memory_id not in excerpts:
-            excerpts[memory_id] = excerpt(text)
-        return True
+    def note(key: tuple[str, str], table: str, values: Sequence[Any]) -> bool:
+        hit = False
+        for (column, kind), raw in zip(SCANNED[table].items(), values, strict=True):
+            redacted, found = repair.redact_value(raw, kind)
+            if not found:
+                continue
+            hit = True
+            kinds.update(found)
+            per_column[f"{table}.{column}"] += 1
+            columns[key].add(f"{table}.{column}")
+            places[key].add(column if table == "memories" else table)
+            if key not in excerpts and redacted:
+                excerpts[key] = excerpt(redacted)
+        return hit
 
-    def text_kinds(text: str | None) -> list[str]:
-        return [f.kind for f in redactmod.find(text)] if text else []
-
-    def data_kinds(raw: str | None) -> list[str]:
-        if not raw:
-            return []
-        try:
-            return redactmod.redact_data(json.loads(raw))[1]
-        except ValueError:
-            return text_kinds(raw)
-
-    for row in rows:
-        note(row.id, "content", text_kinds(row.content), row.content)
-        note(row.id, "summary", text_kinds(row.summary), row.summary)
-        note(row.id, "metadata", data_kinds(row.metadata))
     where, params = scope.where("m")
-    for memory_id, ref, content, metadata in store.rows(
-        f"SELECT m.id, s.ref, s.content, s.metadata FROM sources s JOIN memories m ON m.pk = s.memory_pk WHERE {where}",
-        params,
-    ):
-        note(memory_id, "sources", text_kinds(ref) + text_kinds(content) + data_kinds(metadata), content or ref)
-    if scope.namespaces is None:
-        events_where, events_params = "1", []
-    else:
-        events_where, events_params = f"e.memory_id IN (SELECT m.id FROM memories m WHERE {where})", params
-    for event_pk, memory_id, before, after, event_note in store.rows(
-        f"SELECT e.pk, e.memory_id, e.before, e.after, e.note FROM events e WHERE {events_where}", events_params
-    ):
-        if note(memory_id, "events", data_kinds(before) + data_kinds(after) + text_kinds(event_note), event_note):
-            work.secret_event_pks.append(int(event_pk))
-    work.secret_pks = sorted(by_id[m].pk for m in where_found if m in by_id and where_found[m] - {"events"})
+    for table in _MEMORY_TABLES:
+        listed = ", ".join(f"x.{c}" for c in SCANNED[table])
+        if table == "events":
+            sql = f"SELECT x.memory_id, x.pk, {listed} FROM events x"
+            if scope.namespaces is not None:
+                sql += f" WHERE x.memory_id IN (SELECT m.id FROM memories m WHERE {where})"
+            for memory_id, event_pk, *values in store.rows(sql, params if scope.namespaces is not None else []):
+                if note(("memory", str(memory_id)), table, values):
+                    work.secret_event_pks.append(int(event_pk))
+            continue
+        joined = "memories x" if table == "memories" else f"{table} x JOIN memories m ON m.pk = x.memory_pk"
+        owner = "x.id" if table == "memories" else "m.id"
+        condition = scope.where("x")[0] if table == "memories" else where
+        for memory_id, *values in store.rows(f"SELECT {owner}, {listed} FROM {joined} WHERE {condition}", params):
+            note(("memory", str(memory_id)), table, values)
+    for table in SCANNED:
+        if table in _MEMORY_TABLES:
+            continue
+        keys = [str(r[1]) for r in sorted(store.rows(f"PRAGMA table_info({table})"), key=lambda r: r[5]) if r[5]]
+        listed = ", ".join(f"x.{c}" for c in [*keys, *SCANNED[table]])
+        condition, condition_params = scope.where("x") if table in _NAMESPACED else ("1", [])
+        for rowid, *values in store.rows(
+            f"SELECT x.rowid, {listed} FROM {table} x WHERE {condition}", condition_params
+        ):
+            key = (table, str(rowid))
+            if note(key, table, values[len(keys) :]):
+                work.secret_rows.setdefault(table, []).append(int(rowid))
+                labels[key] = " ".join(excerpt(str(v), 40) for v in values[: len(keys)])
+    memory_keys = [k for k in places if k[0] == "memory"]
+    work.secret_pks = sorted(by_id[m].pk for _, m in memory_keys if m in by_id and places[("memory", m)] - {"events"})
+    memory_keys.sort(key=lambda k: (k[1] not in by_id, by_id[k[1]].pk if k[1] in by_id else 0, k[1]))
+    row_keys = sorted((k for k in places if k[0] != "memory"), key=lambda k: (list(SCANNED).index(k[0]), int(k[1])))
+    examples: list[dict[str, Any]] = []
+    for key in [*memory_keys, *row_keys][:limit]:
+        found_in = sorted(columns[key])
+        if key[0] == "memory":
+            m = key[1]
+            examples.append(
+                {
+                    "id": m[:8],
+                    "where": sorted(places[key]),
+                    "columns": found_in,
+                    # The memory's own text (redacted) says which memory it is, wherever the secret sits.
+                    "text": excerpt(by_id[m].content) if m in by_id else excerpts.get(key, ""),
+                    "purged": m not in by_id,
+                }
+            )
+        else:
+            examples.append({"table": key[0], "row": labels[key], "columns": found_in, "text": excerpts[key]})
     categories = Counter(redactmod.category(kind) for kind in kinds.elements())
-    ordered = sorted(where_found, key=lambda m: (m not in by_id, by_id[m].pk if m in by_id else 0, m))
     return Check(
         "secrets",
-        "secrets and personal data stored in memories, sources or events",
+        "secrets and personal data stored in any table",
         ERROR,
-        count=len(where_found),
-        examples=[
-            {
-                "id": m[:8],
-                "where": sorted(where_found[m]),
-                # The memory's own text (redacted) says which memory it is, wherever the secret sits.
-                "text": excerpt(by_id[m].content) if m in by_id else excerpts.get(m, ""),
-                "purged": m not in by_id,
-            }
-            for m in ordered[:limit]
-        ],
-        details={"kinds": dict(sorted(kinds.items())), "categories": dict(sorted(categories.items()))},
+        count=len(places),
+        examples=examples,
+        details={
+            "kinds": dict(sorted(kinds.items())),
+            "categories": dict(sorted(categories.items())),
+            "columns": dict(sorted(per_column.items())),
+        },
         hint="`engram audit --fix` redacts them in place, history included",
     )
 
@@ -753,7 +853,9 @@ def run(
     if fix:
         if repairs is None:
             raise InvalidInput("fixing needs the embedding models and the decay settings: pass repairs")
-        actions, fixed = repair.run(store, scan.work, repairs, active_model=settings.active_model, at=to_iso(moment))
+        actions, fixed = repair.run(
+            store, scan.work, repairs, active_model=settings.active_model, at=to_iso(moment), columns=SCANNED
+        )
         before = scan.checks
         scan = _scan(store, settings, scope, moment)
         for name, check in scan.checks.items():

@@ -194,7 +194,10 @@ def set_status(store: Store, memory: Memory, status: str, at: str, **extra: Any)
 
 
 def purge(store: Store, memory: Memory) -> None:
-    """Remove a memory and every row that carries its content (tags and sources cascade)."""
+    """Remove a memory and every row of its own that carries its content (tags and sources cascade).
+
+    Copies of the text in other memories' rows are :func:`engram_cli.memory.manage.forget`'s to remove.
+    """
     if memory.embedding_model:
         table = vectors.table_for(store, memory.embedding_model)
         if table:

@@ -1,9 +1,12 @@
 """repair: what ``audit --fix`` changes. Each repair is its own transaction; the audit decides what to repair.
 
-- Secrets are redacted in place: a memory's text, summary and metadata, its sources and its
-  events. Its keyword row and vector are rebuilt from the redacted text, then the keyword
-  index is merged and the WAL checkpointed, so the raw bytes leave the file (secure_delete
-  zeroes what is freed). An ``updated`` event names the kinds and fields redacted, never a value.
+- Secrets are redacted in place, in every column the audit scans (``audit.SCANNED``): a
+  memory's text, summary, metadata, tags, sources and events in one transaction per memory;
+  the rows of tables that belong to no memory (ingest state, settings) a few hundred per
+  transaction. A memory's keyword row and vector are rebuilt from the redacted text, then the
+  keyword index is merged and the WAL checkpointed, so the raw bytes leave the file
+  (secure_delete zeroes what is freed). An ``updated`` event names the kinds and fields
+  redacted, never a value.
 - Missing keyword rows and vectors are rebuilt, vectors with outdated filter columns re-stored.
 - Index rows without a memory are removed.
 - Exact duplicates (same namespace and agent, the same words: only case, punctuation or spacing
@@ -16,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +40,65 @@ CHUNK = 500  # rows per IN (...) list and per transaction
 EMBED_BATCH = 32
 
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
+# How a column's text is read for secrets: as plain text, or as JSON (keys and strings).
+TEXT, JSON = "text", "json"
+Columns = Mapping[str, Mapping[str, str]]  # table -> column -> TEXT or JSON
+
+
+def redact_value(raw: str | None, kind: str) -> tuple[str | None, list[str]]:
+    """A column's value with its secrets redacted, and the kinds found (the value unchanged if none).
+
+    JSON is decoded and every string redacted (a string under a secret-holding key whole), its
+    keys too: a digest counts shell commands by their text, so a key can carry a token. A JSON
+    column holding something that does not decode is read as text.
+    """
+    if not raw:
+        return raw, []
+    if kind == JSON:
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            pass
+        else:
+            data, key_kinds = _redact_keys(data)
+            data, kinds = redactmod.redact_data(data)
+            kinds = key_kinds + kinds
+            return (records.dumps(data) if kinds else raw), kinds
+    text, found = redactmod.redact(raw)
+    return text, [f.kind for f in found]
+
+
+def _redact_keys(value: Any) -> tuple[Any, list[str]]:
+    kinds: list[str] = []
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            out: dict[str, Any] = {}
+            for key, item in node.items():
+                new_key, found = redactmod.redact(str(key))
+                kinds.extend(f.kind for f in found)
+                out[new_key] = walk(item)
+            return out
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        return node
+
+    return walk(value), kinds
+
+
+def scrub(store: Store) -> bool:
+    """Make removed or rewritten text leave the file: merge the keyword index, then checkpoint the WAL.
+
+    The keyword index is contentless, but its segments keep a replaced row's terms until
+    they are merged; secure_delete then zeroes the pages that frees. Runs after the caller's
+    transaction has committed; False when another connection kept the WAL busy.
+    """
+    with store.write():
+        store.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+    busy, _, _ = store.one("PRAGMA wal_checkpoint(TRUNCATE)") or (0, 0, 0)
+    if busy:
+        log.warning("another connection kept the WAL busy; old pages leave it at the next checkpoint")
+    return not busy
 
 
 @dataclass(frozen=True)
@@ -53,6 +115,7 @@ class Work:
 
     secret_pks: list[int] = field(default_factory=list)  # memories with a secret in their rows or sources
     secret_event_pks: list[int] = field(default_factory=list)  # events (of live or purged memories)
+    secret_rows: dict[str, list[int]] = field(default_factory=dict)  # table of no memory -> rowids
     missing_fts: list[int] = field(default_factory=list)
     missing_vectors: list[int] = field(default_factory=list)
     outdated_vectors: list[int] = field(default_factory=list)
@@ -74,13 +137,15 @@ class Action:
 
 
 class Repairer:
-    def __init__(self, store: Store, repairs: Repairs, active_model: str, at: str) -> None:
+    def __init__(self, store: Store, repairs: Repairs, active_model: str, at: str, columns: Columns) -> None:
         self.store = store
         self.repairs = repairs
         self.active_model = active_model
         self.at = at
+        self.columns = columns
         self._models: dict[str, tuple[str, EmbedFn, int]] = {}
         self.redacted_ids: set[str] = set()  # memories (live or purged) with something redacted
+        self.redacted_rows: Counter[str] = Counter()  # table of no memory -> rows redacted
 
     # -- vectors ----------------------------------------------------------------------------
 
@@ -114,45 +179,50 @@ class Repairer:
 
     # -- secrets ----------------------------------------------------------------------------
 
+    def _redact(self, table: str, row: Sequence[Any]) -> tuple[dict[str, str | None], list[str]]:
+        """The changed columns of one row (read in ``self.columns[table]`` order), and the kinds found."""
+        changes: dict[str, str | None] = {}
+        kinds: list[str] = []
+        for (column, kind), raw in zip(self.columns[table].items(), row, strict=True):
+            value, found = redact_value(raw, kind)
+            if found:
+                changes[column] = value
+                kinds.extend(found)
+        return changes, kinds
+
     def redact_memory(self, pk: int) -> list[str]:
         """Redact one memory everywhere it is written; returns the kinds redacted (none if it vanished)."""
         with self.store.write():
             if self.store.scalar("SELECT 1 FROM memories WHERE pk = ?", (pk,)) is None:
                 return []
             memory = records.load(self.store, pk, with_sources=False)
-            kinds: list[str] = []
-            fields: list[str] = []
-            changes: dict[str, Any] = {}
-            content, found = redactmod.redact(memory.content)
-            if found:
-                changes.update(content=content, content_hash=textmod.content_hash(content))
-                kinds.extend(f.kind for f in found)
-                fields.append("content")
-            if memory.summary:
-                summary, found = redactmod.redact(memory.summary)
-                if found:
-                    changes["summary"] = summary
-                    kinds.extend(f.kind for f in found)
-                    fields.append("summary")
-            metadata, found_kinds = redactmod.redact_data(memory.metadata)
-            if found_kinds:
-                changes["metadata"] = records.dumps(metadata)
-                kinds.extend(found_kinds)
-                fields.append("metadata")
+            row = self.store.one(f"SELECT {', '.join(self.columns['memories'])} FROM memories WHERE pk = ?", (pk,))
+            assert row is not None
+            changes, kinds = self._redact("memories", row)
+            fields = list(changes)
+            content = changes.get("content")
+            if content is not None:
+                changes["content_hash"] = textmod.content_hash(content)
             for place, found_kinds in (
+                ("tags", self._redact_tags(pk)),
                 ("sources", self._redact_sources(pk)),
                 ("events", self._redact_events(memory.id)),
             ):
                 if found_kinds:
                     kinds.extend(found_kinds)
                     fields.append(place)
+            # What the fold below and the vector read: the redacted values.
+            old_passage = passage_text(memory.content, memory.metadata)
+            memory.tags = records.tags_of(self.store, pk)
+            if "metadata" in changes:
+                memory.metadata = json.loads(str(changes["metadata"]))
             twin = None
-            if "content" in changes:
+            if content is not None:
                 twin = self.store.scalar(
                     "SELECT pk FROM memories WHERE namespace = ? AND agent_id = ? AND content_hash = ? AND pk != ?",
                     (memory.namespace, memory.agent, changes["content_hash"], pk),
                 )
-            if twin is not None:
+            if content is not None and twin is not None:
                 # Redacted, it reads exactly like another memory: fold it into that one.
                 rest = {k: v for k, v in changes.items() if k not in ("content", "content_hash")}
                 records.update(self.store, memory, self.at, **rest)
@@ -163,10 +233,11 @@ class Repairer:
                 return kinds
             records.update(self.store, memory, self.at, **changes)
             records.reindex(self.store, pk)
-            if "content" in changes:
+            if content is not None:
                 memory.content = content
+            text = passage_text(memory.content, memory.metadata)
+            if text != old_passage:  # the vector is made from the text and the metadata's context
                 model_id, embed, dim = self.model_for(memory.embedding_model)
-                text = passage_text(content, memory.metadata)
                 self.put_vector(memory, np.asarray(embed([text]), dtype=np.float32)[0], model_id, dim)
             self._redaction_event(memory.id, kinds, fields, None)
             self.redacted_ids.add(memory.id)
@@ -180,58 +251,47 @@ class Repairer:
             after={"redacted": sorted(set(kinds)), "fields": sorted(set(fields))}, note=note, actor="audit",
         )  # fmt: skip
 
-    def _redact_sources(self, pk: int) -> list[str]:
+    def _redact_tags(self, pk: int) -> list[str]:
         kinds: list[str] = []
-        for source_pk, ref, content, metadata in self.store.rows(
-            "SELECT pk, ref, content, metadata FROM sources WHERE memory_pk = ?", (pk,)
+        for (tag,) in self.store.rows("SELECT tag FROM tags WHERE memory_pk = ?", (pk,)):
+            changes, found = self._redact("tags", (tag,))
+            if found:
+                kinds.extend(found)
+                # The tag is part of the key: replace the row (two tags may now read the same).
+                self.store.execute("DELETE FROM tags WHERE memory_pk = ? AND tag = ?", (pk, tag))
+                records.add_tags(self.store, pk, [str(changes["tag"])])
+        return kinds
+
+    def _redact_sources(self, pk: int) -> list[str]:
+        columns = list(self.columns["sources"])
+        kinds: list[str] = []
+        for source_pk, *values in self.store.rows(
+            f"SELECT pk, {', '.join(columns)} FROM sources WHERE memory_pk = ?", (pk,)
         ):
-            new_ref, found_ref = redactmod.redact(ref) if ref else (ref, [])
-            new_content, found_content = redactmod.redact(content) if content else (content, [])
-            new_meta, found_meta = redactmod.redact_data(json.loads(metadata or "{}"))
-            if not (found_ref or found_content or found_meta):
-                continue
-            kinds.extend(f.kind for f in [*found_ref, *found_content])
-            kinds.extend(found_meta)
-            self.store.execute(
-                "UPDATE sources SET ref = ?, content = ?, metadata = ? WHERE pk = ?",
-                (new_ref, new_content, records.dumps(new_meta), source_pk),
-            )
+            changes, found = self._redact("sources", values)
+            if found:
+                kinds.extend(found)
+                sets = ", ".join(f"{column} = ?" for column in changes)
+                self.store.execute(f"UPDATE sources SET {sets} WHERE pk = ?", (*changes.values(), source_pk))
         return kinds
 
     def _redact_events(self, memory_id: str | None, event_pks: Sequence[int] = ()) -> list[str]:
         """Redact the events of one memory, or the given events."""
+        select = f"SELECT pk, memory_id, {', '.join(self.columns['events'])} FROM events"
         if memory_id is not None:
-            found = self.store.rows(
-                "SELECT pk, memory_id, before, after, note FROM events WHERE memory_id = ?", (memory_id,)
-            )
+            found = self.store.rows(f"{select} WHERE memory_id = ?", (memory_id,))
         else:
             found = []
             for chunk in chunked(event_pks, CHUNK):
-                marks = ", ".join("?" * len(chunk))
-                found.extend(
-                    self.store.rows(
-                        f"SELECT pk, memory_id, before, after, note FROM events WHERE pk IN ({marks})", chunk
-                    )
-                )
+                found.extend(self.store.rows(f"{select} WHERE pk IN ({', '.join('?' * len(chunk))})", chunk))
         kinds: list[str] = []
-        for event_pk, owner, before, after, note in found:
-            values: list[str | None] = []
-            found_here: list[str] = []
-            for raw in (before, after):
-                if raw is None:
-                    values.append(None)
-                    continue
-                data, data_kinds = redactmod.redact_data(json.loads(raw))
-                values.append(records.dumps(data) if data_kinds else raw)
-                found_here.extend(data_kinds)
-            new_note, found_note = redactmod.redact(note) if note else (note, [])
-            found_here.extend(f.kind for f in found_note)
+        for event_pk, owner, *values in found:
+            changes, found_here = self._redact("events", values)
             if found_here:
                 kinds.extend(found_here)
                 self.redacted_ids.add(str(owner))
-                self.store.execute(
-                    "UPDATE events SET before = ?, after = ?, note = ? WHERE pk = ?", (*values, new_note, event_pk)
-                )
+                sets = ", ".join(f"{column} = ?" for column in changes)
+                self.store.execute(f"UPDATE events SET {sets} WHERE pk = ?", (*changes.values(), event_pk))
         return kinds
 
     def redact_events(self, event_pks: Sequence[int]) -> list[str]:
@@ -239,17 +299,28 @@ class Repairer:
         with self.store.write():
             return self._redact_events(None, event_pks)
 
-    def scrub(self) -> None:
-        """Make redacted bytes leave the file: merge the keyword index, then checkpoint the WAL.
-
-        The keyword index is contentless, but its segments keep a replaced row's terms until
-        they are merged; secure_delete then zeroes the pages that frees.
-        """
-        with self.store.write():
-            self.store.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
-        busy, _, _ = self.store.one("PRAGMA wal_checkpoint(TRUNCATE)") or (0, 0, 0)
-        if busy:
-            log.warning("another connection kept the WAL busy; old pages leave it at the next checkpoint")
+    def redact_rows(self, table: str, rowids: Sequence[int]) -> list[str]:
+        """Rows of a table that belongs to no memory (ingest state, settings), a chunk per transaction."""
+        columns = list(self.columns[table])
+        kinds: list[str] = []
+        for chunk in chunked(rowids, CHUNK):
+            with self.store.write():
+                for rowid, *values in self.store.rows(
+                    f"SELECT rowid, {', '.join(columns)} FROM {table} WHERE rowid IN ({', '.join('?' * len(chunk))})",
+                    chunk,
+                ):
+                    changes, found = self._redact(table, values)
+                    if not found:
+                        continue
+                    kinds.extend(found)
+                    self.redacted_rows[table] += 1
+                    # Some of these columns are keys (a cursor's path, an item's key): a row that already has
+                    # the redacted key gives way to this one, which a re-read of the log would rewrite anyway.
+                    sets = ", ".join(f"{column} = ?" for column in changes)
+                    self.store.execute(
+                        f"UPDATE OR REPLACE {table} SET {sets} WHERE rowid = ?", (*changes.values(), rowid)
+                    )
+        return kinds
 
     # -- duplicates -------------------------------------------------------------------------
 
@@ -382,10 +453,13 @@ class Repairer:
 
 
 def run(
-    store: Store, work: Work, repairs: Repairs, *, active_model: str, at: str
+    store: Store, work: Work, repairs: Repairs, *, active_model: str, at: str, columns: Columns
 ) -> tuple[list[Action], dict[str, int]]:
-    """Make every safe repair in ``work``; returns what was done and how many items each check had fixed."""
-    repairer = Repairer(store, repairs, active_model, at)
+    """Make every safe repair in ``work``; returns what was done and how many items each check had fixed.
+
+    ``columns`` are the columns the audit scanned for secrets, read the same way here.
+    """
+    repairer = Repairer(store, repairs, active_model, at, columns)
     actions: list[Action] = []
     fixed: dict[str, int] = {}
 
@@ -393,17 +467,17 @@ def run(
     for pk in work.secret_pks:
         kinds.update(repairer.redact_memory(pk))
     kinds.update(repairer.redact_events(work.secret_event_pks) if work.secret_event_pks else [])
+    for table, rowids in sorted(work.secret_rows.items()):
+        kinds.update(repairer.redact_rows(table, rowids))
     if kinds:
-        repairer.scrub()
-        fixed["secrets"] = len(repairer.redacted_ids)
+        scrub(store)
+        rows = repairer.redacted_rows
+        fixed["secrets"] = len(repairer.redacted_ids) + sum(rows.values())
         shown = ", ".join(f"{kind} x{n}" for kind, n in sorted(kinds.items()))
-        actions.append(
-            Action(
-                "redacted",
-                sum(kinds.values()),
-                f"values redacted in the rows or history of {len(repairer.redacted_ids)} memories ({shown})",
-            )
-        )
+        where = f"the rows or history of {len(repairer.redacted_ids)} memories"
+        if rows:
+            where += " and " + ", ".join(f"{n} rows of {table}" for table, n in sorted(rows.items()))
+        actions.append(Action("redacted", sum(kinds.values()), f"values redacted in {where} ({shown})"))
 
     rebuilt = repairer.reindex(work.missing_fts) if work.missing_fts else 0
     embedded = repairer.embed_missing(work.missing_vectors) if work.missing_vectors else 0
