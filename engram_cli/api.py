@@ -398,6 +398,7 @@ class Engram:
             never_accessed_days=float(cfg.get("audit.never_accessed_days")),
             examples=int(cfg.get("audit.examples")),
             quick=quick,
+            contact=bool(cfg.get("redact.contact_details")),
         )
         at = parse_time(now, what="--now") if now else None
         namespaces = None if namespace is None else [namespace] if isinstance(namespace, str) else list(namespace)

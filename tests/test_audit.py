@@ -102,6 +102,7 @@ def _plant_secrets() -> str:
             summary=f"deploy credentials incl. {GITHUB}",
             metadata={"token": "abc123xyz", "ticket": "OPS-7"},
             source={"kind": "cli", "ref": f"https://deploy:{URL_PASSWORD}@git.example.com/infra.git"},
+            keep_secrets=True,  # planted as an older engram (or --keep-secrets) would have stored them
         ).memory
         with mem.store.write():
             records.add_source(
@@ -352,8 +353,10 @@ def test_redacted_vector_is_made_from_the_redacted_text(engram: Engram) -> None:
 
 
 def test_redaction_that_makes_two_memories_identical_folds_them(engram: Engram, rows: Any) -> None:
-    first = engram.add("The deploy token is ghp_Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8Ii9Jj0Kk1Ll2Mm").id
-    second = engram.add("The deploy token is ghp_Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8Nn", no_merge=True).id
+    first = engram.add("The deploy token is ghp_Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8Ii9Jj0Kk1Ll2Mm", keep_secrets=True).id
+    second = engram.add(
+        "The deploy token is ghp_Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8Nn", no_merge=True, keep_secrets=True
+    ).id
     report = engram.audit(fix=True)
     assert report.check("secrets").count == 0
     assert rows("SELECT id, content FROM memories") == [(first, "The deploy token is [REDACTED:github-token]")]
@@ -491,7 +494,7 @@ def test_review_lists_stale_low_confidence_and_never_accessed(engram: Engram, cl
 
 
 def test_namespace_limits_the_scope(cli: Any) -> None:
-    cli("add", f"key {AWS_ID}", "-n", "alpha")
+    cli("add", f"key {AWS_ID}", "-n", "alpha", "--keep-secrets")
     cli("add", FACTS[0], "-n", "beta")
     assert _counts_from(_audit_json(cli, "-n", "beta"))["secrets"] == 0
     data = _audit_json(cli, "-n", "alpha")
@@ -511,7 +514,7 @@ def test_quick_skips_the_pairwise_checks(cli: Any) -> None:
 def test_strict_exit_codes(cli: Any) -> None:
     cli("add", FACTS[0])
     assert cli("audit", "--strict").exit_code == 0
-    cli("add", "the admin password=Tr0ub4dor is in the vault")
+    cli("add", "the admin password=Tr0ub4dor is in the vault", "--keep-secrets")
     failed = cli("audit", "--strict", ok=False)
     assert failed.exit_code == 1
     assert "Error: audit found problems that remain: secrets (1)" in failed.stderr
@@ -537,3 +540,13 @@ def test_the_numpy_screen_never_drops_a_pair_the_exact_check_keeps() -> None:
     exact = np.array([topic_overlap(profiles[i], profiles[j]) >= SWAP_OVERLAP for i, j in zip(a, b, strict=True)])
     assert exact.any() and not (exact & ~kept).any()
     assert kept.sum() < len(kept) / 2  # and it does screen
+
+
+def test_contact_details_count_as_secrets_only_when_configured(cli: Any, engram: Engram) -> None:
+    engram.add("Escalations go to oncall@corp-mail.io", keep_secrets=True)
+    report = json.loads(cli("audit", "--quick", "--json").stdout)
+    assert next(c for c in report["checks"] if c["name"] == "secrets")["count"] == 0
+    cli("config", "set", "redact.contact_details", "true")
+    fixed = json.loads(cli("audit", "--quick", "--fix", "--json").stdout)
+    assert next(c for c in fixed["checks"] if c["name"] == "secrets")["found"] == 1
+    assert engram.list()[0].content == "Escalations go to [REDACTED:email]"

@@ -233,6 +233,7 @@ class AuditSettings:
     never_accessed_days: float = 30
     examples: int = 5
     quick: bool = False
+    contact: bool = False  # also e-mail addresses and phone numbers (redact.contact_details)
 
 
 # -- reading the store once -------------------------------------------------------------------
@@ -316,7 +317,7 @@ def _integrity(store: Store, quick: bool, limit: int) -> Check:
     )
 
 
-def _secrets(store: Store, rows: list[_Row], scope: _Scope, limit: int, work: Work) -> Check:
+def _secrets(store: Store, rows: list[_Row], scope: _Scope, limit: int, work: Work, contact: bool = False) -> Check:
     # Found per memory id (the tombstones of purged memories included), or per row of a table that
     # belongs to no memory: the places, the table.column names, an excerpt.
     by_id = {r.id: r for r in rows}
@@ -330,7 +331,7 @@ def _secrets(store: Store, rows: list[_Row], scope: _Scope, limit: int, work: Wo
     def note(key: tuple[str, str], table: str, values: Sequence[Any]) -> bool:
         hit = False
         for (column, kind), raw in zip(SCANNED[table].items(), values, strict=True):
-            redacted, found = repair.redact_value(raw, kind)
+            redacted, found = repair.redact_value(raw, kind, contact=contact)
             if not found:
                 continue
             hit = True
@@ -826,7 +827,7 @@ def _scan(store: Store, settings: AuditSettings, scope: _Scope, moment: datetime
     with store.read():
         where, params = scope.where()
         rows = [_Row(*r) for r in store.rows(f"SELECT {_ROW_COLUMNS} FROM memories WHERE {where} ORDER BY pk", params)]
-        checks = [_integrity(store, settings.quick, n), _secrets(store, rows, scope, n, work)]
+        checks = [_integrity(store, settings.quick, n), _secrets(store, rows, scope, n, work, settings.contact)]
         checks.extend(_index(store, rows, n, work))
         checks.append(_other_model(rows, settings.active_model, store.setting(TARGET_MODEL_KEY)))
         checks.extend(_pair_checks(store, rows, settings, work))
@@ -854,8 +855,9 @@ def run(
         if repairs is None:
             raise InvalidInput("fixing needs the embedding models and the decay settings: pass repairs")
         actions, fixed = repair.run(
-            store, scan.work, repairs, active_model=settings.active_model, at=to_iso(moment), columns=SCANNED
-        )
+            store, scan.work, repairs, active_model=settings.active_model, at=to_iso(moment), columns=SCANNED,
+            contact=settings.contact,
+        )  # fmt: skip
         before = scan.checks
         scan = _scan(store, settings, scope, moment)
         for name, check in scan.checks.items():

@@ -45,7 +45,7 @@ TEXT, JSON = "text", "json"
 Columns = Mapping[str, Mapping[str, str]]  # table -> column -> TEXT or JSON
 
 
-def redact_value(raw: str | None, kind: str) -> tuple[str | None, list[str]]:
+def redact_value(raw: str | None, kind: str, *, contact: bool = False) -> tuple[str | None, list[str]]:
     """A column's value with its secrets redacted, and the kinds found (the value unchanged if none).
 
     JSON is decoded and every string redacted (a string under a secret-holding key whole), its
@@ -60,22 +60,22 @@ def redact_value(raw: str | None, kind: str) -> tuple[str | None, list[str]]:
         except ValueError:
             pass
         else:
-            data, key_kinds = _redact_keys(data)
-            data, kinds = redactmod.redact_data(data)
+            data, key_kinds = _redact_keys(data, contact)
+            data, kinds = redactmod.redact_data(data, contact=contact)
             kinds = key_kinds + kinds
             return (records.dumps(data) if kinds else raw), kinds
-    text, found = redactmod.redact(raw)
+    text, found = redactmod.redact(raw, contact=contact)
     return text, [f.kind for f in found]
 
 
-def _redact_keys(value: Any) -> tuple[Any, list[str]]:
+def _redact_keys(value: Any, contact: bool) -> tuple[Any, list[str]]:
     kinds: list[str] = []
 
     def walk(node: Any) -> Any:
         if isinstance(node, dict):
             out: dict[str, Any] = {}
             for key, item in node.items():
-                new_key, found = redactmod.redact(str(key))
+                new_key, found = redactmod.redact(str(key), contact=contact)
                 kinds.extend(f.kind for f in found)
                 out[new_key] = walk(item)
             return out
@@ -137,8 +137,11 @@ class Action:
 
 
 class Repairer:
-    def __init__(self, store: Store, repairs: Repairs, active_model: str, at: str, columns: Columns) -> None:
+    def __init__(
+        self, store: Store, repairs: Repairs, active_model: str, at: str, columns: Columns, contact: bool = False
+    ) -> None:
         self.store = store
+        self.contact = contact
         self.repairs = repairs
         self.active_model = active_model
         self.at = at
@@ -184,7 +187,7 @@ class Repairer:
         changes: dict[str, str | None] = {}
         kinds: list[str] = []
         for (column, kind), raw in zip(self.columns[table].items(), row, strict=True):
-            value, found = redact_value(raw, kind)
+            value, found = redact_value(raw, kind, contact=self.contact)
             if found:
                 changes[column] = value
                 kinds.extend(found)
@@ -453,13 +456,13 @@ class Repairer:
 
 
 def run(
-    store: Store, work: Work, repairs: Repairs, *, active_model: str, at: str, columns: Columns
+    store: Store, work: Work, repairs: Repairs, *, active_model: str, at: str, columns: Columns, contact: bool = False
 ) -> tuple[list[Action], dict[str, int]]:
     """Make every safe repair in ``work``; returns what was done and how many items each check had fixed.
 
     ``columns`` are the columns the audit scanned for secrets, read the same way here.
     """
-    repairer = Repairer(store, repairs, active_model, at, columns)
+    repairer = Repairer(store, repairs, active_model, at, columns, contact)
     actions: list[Action] = []
     fixed: dict[str, int] = {}
 
