@@ -253,19 +253,24 @@ def forgotten(results: Sequence[ForgetResult], *, as_json: bool) -> None:
 
 
 def decay_report(report: DecayReport, *, as_json: bool) -> None:
-    """Quiet when nothing changed (cron mails whatever a job prints)."""
+    """Quiet unless a score moved by the reporting step or a memory was archived (cron mails what a job prints).
+
+    The small daily drifts are applied all the same; --json lists them too.
+    """
     if as_json:
         json_out(report.to_dict())
         return
+    notable = report.notable
     if report.dry_run:
-        for c in report.changes:
+        for c in notable:
             verb = "would archive" if c.archived else "would decay"
             out(f"{verb} {_short(c.id)}  {c.before:.3f} -> {c.after:.3f}  {_clip(c.content, 60)}")
-    if report.changes or report.dry_run:
+    if notable or report.dry_run:
         prefix = "dry run: " if report.dry_run else ""
+        drifts = f"; {report.silent_drifts} smaller drifts" if report.silent_drifts else ""
         out(
-            f"{prefix}{len(report.changes)} of {report.scanned} active memories decayed, "
-            f"{report.archived} archived (as of {report.now})"
+            f"{prefix}{len(notable)} of {report.scanned} active memories decayed by {report.step:g} or more, "
+            f"{report.archived} archived{drifts} (as of {report.now})"
         )
 
 
