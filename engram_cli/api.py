@@ -276,14 +276,14 @@ class Engram:
         return transfer.export(self.store, flt, with_vectors=with_vectors)
 
     def import_lines(self, lines: Iterable[str], *, atomic: bool = False) -> transfer.ImportReport:
-        """Import export records (JSONL lines); ids, timestamps and history are kept."""
+        """Import export records (JSONL lines; ids, timestamps and history are kept) or minimal records."""
         from engram_cli.embed import available_models
 
         model_id, embed, dim = self._writing_model()
         known = {m.id: m.dim for m in available_models()}
         return transfer.import_lines(
             self.store, lines, active_model=model_id, dim=dim, embed=embed, known_models=known,
-            atomic=atomic,
+            namespace=str(self.config.get("namespace")), agent=str(self.config.get("agent")), atomic=atomic,
         )  # fmt: skip
 
     def reembed(

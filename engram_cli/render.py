@@ -559,7 +559,11 @@ def import_report(report: Any, *, as_json: bool) -> None:
     if as_json:
         json_out(report.to_dict())
         return
-    out(f"imported {report.imported}, already present {report.skipped_existing}, bad lines {len(report.errors)}")
+    redacted = f", secrets redacted in {report.redacted}" if report.redacted else ""
+    out(
+        f"imported {report.imported}, already present {report.skipped_existing}, bad lines {len(report.errors)}"
+        f"{redacted}"
+    )
     for error in report.errors:
         note(f"line {error['line']}: {error['error']}")
 
