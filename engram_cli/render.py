@@ -64,6 +64,16 @@ def error(exc: EngramError) -> None:
         console.print(f"[dim]Hint:[/] {_escape(exc.hint)}")
 
 
+def warning(text: str) -> None:
+    _console(stderr=True).print(f"[yellow]Warning:[/] {_escape(text)}")
+
+
+def config_warnings(warnings: Sequence[str]) -> None:
+    """What config.toml got wrong; the settings concerned keep their defaults."""
+    for text in warnings:
+        warning(text)
+
+
 def _escape(text: str) -> str:
     from rich.markup import escape
 
@@ -643,6 +653,10 @@ def config_table(values: dict[str, Any], origins: dict[str, str], *, as_json: bo
     for key, value in values.items():
         shown = "none" if value is None else json.dumps(value) if not isinstance(value, str) else value
         out(f"{key} = {shown}\t# {origins.get(key, 'default')}")
+
+
+def config_unset(key: str, removed: bool) -> None:
+    out(f"{key} = default" if removed else f"{key} was not set in config.toml; nothing changed")
 
 
 # -- hooks / schedule ----------------------------------------------------------------------

@@ -240,3 +240,23 @@ def test_no_telemetry_is_recorded(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
     assert not (home / ".cache" / "Microsoft").exists()
     assert sorted(p.name for p in home.rglob("*")) == []
+
+
+def test_a_broken_config_never_stops_a_command(cli: Any, engram_home: Path) -> None:
+    engram_home.mkdir(parents=True)
+    config_file = engram_home / "config.toml"
+    config_file.write_text("colour = 'blue'\n[recall]\nk = 'many'\n", encoding="utf-8")
+    shown = cli("config", "show")
+    assert "recall.k = 5\t# default" in shown.stdout
+    assert "unknown setting 'colour'" in shown.stderr and str(config_file) in shown.stderr
+    assert "recall.k takes a whole number" in shown.stderr
+    added = cli("add", "Deploys go through make release")
+    assert added.stderr.count("unknown setting 'colour'") == 1  # once per command
+    assert cli("config", "unset", "colour").stdout.strip() == "colour = default"
+    cli("config", "unset", "recall.k")
+    assert cli("config", "show").stderr == ""
+    config_file.write_text("recall = [", encoding="utf-8")
+    assert "not valid TOML" in cli("recall", "deploy").stderr
+    refused = cli("config", "set", "recall.k", "8", ok=False)
+    assert refused.exit_code == 1 and "not valid TOML" in refused.stderr
+    assert config_file.read_text(encoding="utf-8") == "recall = ["
