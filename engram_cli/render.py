@@ -7,6 +7,8 @@ NO_COLOR is set or stdout is not a terminal.
 from __future__ import annotations
 
 import contextlib
+import errno
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -35,11 +37,22 @@ CARD_FOOTER = (
 )
 
 
-def _console(stderr: bool = False) -> Console:
+@functools.cache
+def _console_class() -> type[Console]:
     from rich.console import Console
 
+    class PipeAwareConsole(Console):
+        """Rich exits 1 itself on a closed pipe; engram's entry point gives every command the same 141."""
+
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError(errno.EPIPE, "standard output was closed")
+
+    return PipeAwareConsole
+
+
+def _console(stderr: bool = False) -> Console:
     # Wide enough that tables do not fold ids when output is piped.
-    return Console(stderr=stderr, soft_wrap=False, width=None if sys.stdout.isatty() else 200, highlight=False)
+    return _console_class()(stderr=stderr, soft_wrap=False, width=None if sys.stdout.isatty() else 200, highlight=False)
 
 
 def out(text: str = "") -> None:
@@ -62,6 +75,23 @@ def error(exc: EngramError) -> None:
     console.print(f"[bold red]Error:[/] {_escape(exc.message)}")
     if exc.hint:
         console.print(f"[dim]Hint:[/] {_escape(exc.hint)}")
+
+
+def internal_error(exc: BaseException, *, with_traceback: bool) -> None:
+    """A bug, not a user's mistake: one line, and the traceback only when asked for with -vv."""
+    import traceback
+
+    console = _console(stderr=True)
+    what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if with_traceback:
+        sys.stderr.write("".join(traceback.format_exception(exc)))
+        console.print(f"[bold red]Error:[/] internal error ({_escape(what)})")
+    else:
+        console.print(f"[bold red]Error:[/] internal error ({_escape(what)}); run with -vv for the traceback")
+
+
+def interrupted() -> None:
+    note("Interrupted; nothing half-written was kept.")
 
 
 def warning(text: str) -> None:
@@ -534,22 +564,42 @@ def events(items: Sequence[Event], *, as_json: bool) -> None:
 
 
 def jsonl(records: Iterable[dict[str, Any]], path: str | None) -> int:
-    """Write one JSON object per line to ``path`` (atomically) or stdout; returns the count."""
-    import os
+    """Write one JSON object per line to stdout (no path, or ``-``) or to ``path``; returns the count.
+
+    A file is written atomically and created 0600 (memories are private): an error at any point
+    leaves no partial file and no temporary file behind.
+    """
+    rows = iter(records)
+    try:
+        return _write_jsonl(rows, path)
+    finally:
+        # A generator reading the store is closed now, even after a failed write, so its read
+        # transaction ends while the store is open rather than whenever it is garbage-collected.
+        close = getattr(rows, "close", None)
+        if close is not None:
+            close()
+
+
+def _write_jsonl(rows: Iterator[dict[str, Any]], path: str | None) -> int:
+    from engram_cli.atomic import replace_file
+    from engram_cli.errors import InvalidInput
 
     count = 0
-    if path is None:
-        for record in records:
+    if path is None or path == "-":
+        for record in rows:
             sys.stdout.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
             count += 1
         sys.stdout.flush()
         return count
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for record in records:
-            fh.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
-            count += 1
-    os.replace(tmp, path)
+    try:
+        with replace_file(path) as fh:
+            for record in rows:
+                fh.write((json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
+                count += 1
+    except OSError as exc:
+        raise InvalidInput(
+            f"cannot write {path}: {exc.strerror or exc}", hint="check that its directory exists and is writable"
+        ) from exc
     return count
 
 

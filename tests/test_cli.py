@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -260,3 +262,66 @@ def test_a_broken_config_never_stops_a_command(cli: Any, engram_home: Path) -> N
     refused = cli("config", "set", "recall.k", "8", ok=False)
     assert refused.exit_code == 1 and "not valid TOML" in refused.stderr
     assert config_file.read_text(encoding="utf-8") == "recall = ["
+
+
+def test_export_dash_is_standard_output(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    cli("add", "Deploys go through make release")
+    result = cli("export", "-")
+    assert json.loads(result.stdout)["content"] == "Deploys go through make release"
+    assert not (tmp_path / "-").exists()
+
+
+def test_export_file_is_private_whatever_the_umask(cli: Any, tmp_path: Path) -> None:
+    cli("add", "Deploys go through make release")
+    old = os.umask(0)
+    try:
+        cli("export", str(tmp_path / "dump.jsonl"))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "dump.jsonl").stat().st_mode) == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dump.jsonl", "engram-home"]
+
+
+def test_a_failed_export_leaves_the_old_file_and_no_temporary(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engram_cli.errors import StoreError
+    from engram_cli.memory import transfer
+
+    cli("add", "Deploys go through make release")
+    cli("add", "alpha uses Helm")
+    target = tmp_path / "out" / "dump.jsonl"
+    target.parent.mkdir()
+    target.write_text("the previous export\n", encoding="utf-8")
+    real = transfer.export
+
+    def fails_half_way(*args: Any, **kwargs: Any) -> Any:
+        rows = real(*args, **kwargs)
+        try:
+            yield next(rows)
+            raise StoreError("disk I/O error")
+        finally:
+            rows.close()
+
+    monkeypatch.setattr(transfer, "export", fails_half_way)
+    result = cli("export", str(target), ok=False)
+    assert result.exit_code == 1 and "disk I/O error" in result.stderr
+    assert [p.name for p in target.parent.iterdir()] == ["dump.jsonl"]
+    assert target.read_text(encoding="utf-8") == "the previous export\n"
+    missing = cli("export", str(tmp_path / "nowhere" / "dump.jsonl"), ok=False)
+    assert missing.exit_code == 1 and "cannot write" in missing.stderr and "Hint:" in missing.stderr
+
+
+def test_export_into_a_fifo_keeps_the_fifo(cli: Any, tmp_path: Path) -> None:
+    cli("add", "Deploys go through make release")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader first, so opening to write does not block
+    try:
+        cli("export", str(fifo))
+        data = os.read(reader, 65536)
+    finally:
+        os.close(reader)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert json.loads(data)["content"] == "Deploys go through make release"

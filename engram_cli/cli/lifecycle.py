@@ -96,7 +96,9 @@ def history(
 
 def export(
     ctx: typer.Context,
-    path: Annotated[str | None, typer.Argument(metavar="[FILE]", help="Write here (default: standard output).")] = None,
+    path: Annotated[
+        str | None, typer.Argument(metavar="[FILE]", help="Write here, created 0600 (default, or -: standard output).")
+    ] = None,
     namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Namespace (default: configured).")] = None,
     all_namespaces: Annotated[bool, typer.Option("--all-namespaces", "-A", help="Every namespace.")] = False,
     with_vectors: Annotated[bool, typer.Option("--vectors", help="Include each memory's vector.")] = False,
@@ -106,7 +108,7 @@ def export(
         raise UsageError("--namespace and --all-namespaces exclude each other")
     records = _app(ctx).engram().export(with_vectors=with_vectors, namespace=namespace, all_namespaces=all_namespaces)
     count = render.jsonl(records, path)
-    if path is not None:
+    if path not in (None, "-"):
         render.note(f"exported {count} memories to {path}")
 
 
