@@ -301,6 +301,11 @@ class Engram:
         flt = filters.pop("filters", None) or self.filters(**filters)
         return manage.list_memories(self.store, flt, limit=limit, offset=offset)
 
+    def count(self, **filters: Any) -> int:
+        """How many memories pass the filters that ``list`` takes (all of them, not one page)."""
+        flt = filters.pop("filters", None) or self.filters(**filters)
+        return manage.count(self.store, flt)
+
     def decay(
         self, *, now: str | None = None, namespace: str | Sequence[str] | None = None, dry_run: bool = False
     ) -> decaymod.DecayReport:

@@ -214,7 +214,13 @@ def hits(hits: Sequence[Hit], *, fmt: str, explain: bool = False, budget: int | 
 # -- list / inspect / forget --------------------------------------------------------------
 
 
-def memory_list(memories: Sequence[Memory], *, as_json: bool) -> None:
+def memory_list(memories: Sequence[Memory], *, as_json: bool, total: int | None = None, offset: int = 0) -> None:
+    """The memories; when ``total`` says more match than are shown, a note on stderr (JSON stays a list)."""
+    if total is not None and total > offset + len(memories):
+        first, last = offset + 1, offset + len(memories)
+        span = f"{first}" if first == last else f"{first}-{last}"
+        shown = f"{len(memories)} of {total} shown" if offset == 0 else f"{span} of {total} shown"
+        note(f"{shown}; more with --offset {last} or a larger --limit (--limit {total - offset} shows the rest)")
     if as_json:
         json_out([m.to_dict() for m in memories])
         return

@@ -264,6 +264,26 @@ def test_a_broken_config_never_stops_a_command(cli: Any, engram_home: Path) -> N
     assert config_file.read_text(encoding="utf-8") == "recall = ["
 
 
+def test_recall_reads_the_query_from_stdin_for_a_dash(cli: Any) -> None:
+    memory_id = cli("add", "The staging database runs on port 5433").stdout.strip()
+    hits = json.loads(cli("recall", "-", "--json", input="which port does staging use?\n").stdout)
+    assert [h["id"] for h in hits] == [memory_id]
+    bad = cli("recall", "-", input=b"\xff\xfe", ok=False)
+    assert bad.exit_code == 1 and "not valid UTF-8" in bad.stderr
+
+
+def test_list_says_when_more_match_than_it_shows(cli: Any) -> None:
+    for text in ("alpha uses Helm", "beta uses Terraform", "gamma uses Pulumi"):
+        cli("add", text)
+    page = cli("list", "-l", "2", "--json")
+    assert len(json.loads(page.stdout)) == 2  # stdout stays the plain JSON list
+    assert page.stderr.startswith("2 of 3 shown;") and "--offset 2" in page.stderr
+    assert "2 of 3 shown" in cli("list", "-l", "2").stderr
+    assert cli("list", "-l", "1", "--offset", "1").stderr.startswith("2 of 3 shown;")
+    assert cli("list", "-l", "3").stderr == ""
+    assert cli("list", "-l", "2", "--offset", "2").stderr == ""  # a short page is the end
+
+
 def test_export_dash_is_standard_output(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     cli("add", "Deploys go through make release")
