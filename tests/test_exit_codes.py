@@ -125,7 +125,7 @@ def _fill(count: int) -> None:
 
 
 def test_a_closed_pipe_ends_quietly_with_141(tmp_path: Path) -> None:
-    _fill(400)  # about 1.3 MB of export: far more than a pipe holds, so the writer is still busy
+    _fill(400)  # hundreds of kilobytes of export, far more than a pipe holds: the writer is still busy
     err = tmp_path / "stderr"
     script = f'"{sys.executable}" -m engram_cli export 2>"{err}" | head -1; echo "status=${{PIPESTATUS[0]}}"'
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=os.environ.copy())
