@@ -287,14 +287,15 @@ class Engram:
         return transfer.export(self.store, flt, with_vectors=with_vectors)
 
     def import_lines(self, lines: Iterable[str], *, atomic: bool = False) -> transfer.ImportReport:
-        """Import export records (JSONL lines); ids, timestamps and history are kept."""
+        """Import export records (JSONL lines; ids, timestamps and history are kept) or minimal records."""
         from engram_cli.embed import available_models
 
         model_id, embed, dim = self._writing_model()
         known = {m.id: m.dim for m in available_models()}
         return transfer.import_lines(
             self.store, lines, active_model=model_id, dim=dim, embed=embed, known_models=known,
-            atomic=atomic,
+            namespace=str(self.config.get("namespace")), agent=str(self.config.get("agent")), atomic=atomic,
+            contact=bool(self.config.get("redact.contact_details")),
         )  # fmt: skip
 
     def reembed(
@@ -311,6 +312,11 @@ class Engram:
         """Memories, newest first."""
         flt = filters.pop("filters", None) or self.filters(**filters)
         return manage.list_memories(self.store, flt, limit=limit, offset=offset)
+
+    def count(self, **filters: Any) -> int:
+        """How many memories pass the filters that ``list`` takes (all of them, not one page)."""
+        flt = filters.pop("filters", None) or self.filters(**filters)
+        return manage.count(self.store, flt)
 
     def decay(
         self, *, now: str | None = None, namespace: str | Sequence[str] | None = None, dry_run: bool = False

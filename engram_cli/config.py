@@ -7,13 +7,20 @@ effective values and where each came from.
 from __future__ import annotations
 
 import copy
+import difflib
+import json
 import os
 import tomllib
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engram_cli.errors import InvalidInput, UsageError
+from engram_cli import atomic
+from engram_cli.errors import EngramError, InvalidInput, UsageError
+
+if TYPE_CHECKING:
+    import tomlkit
 
 APP_NAME = "engram"
 DB_FILENAME = "engram.db"
@@ -155,11 +162,17 @@ class Paths:
 
 @dataclass
 class Config:
-    """Effective settings plus the origin of every value that is not a default."""
+    """Effective settings plus the origin of every value that is not a default.
+
+    ``warnings`` lists what was wrong in config.toml (an unknown key, a value of the wrong
+    type, a file that is not TOML): each such setting keeps its default, and the CLI shows
+    the warnings instead of refusing to run.
+    """
 
     values: dict[str, Any]
     origins: dict[str, str] = field(default_factory=dict)
     paths: Paths | None = None
+    warnings: list[str] = field(default_factory=list)
 
     def get(self, key: str) -> Any:
         node: Any = self.values
@@ -252,48 +265,143 @@ def coerce(key: str, value: Any) -> Any:
     return value
 
 
+def _unusable_key(path: Path, key: str) -> str:
+    """The warning for a key engram does not know, with the nearest real key when there is one."""
+    known = list(dict(_flatten(DEFAULTS)))
+    if any(k.startswith(key + ".") for k in known):
+        return f"{path}: {key!r} is a table of settings ([{key}]), not a value; ignored"
+    close = difflib.get_close_matches(key, known, n=1)
+    guess = f" (did you mean {close[0]}?)" if close else ""
+    return f"{path}: unknown setting {key!r} ignored{guess}; `engram config unset {key}` removes it"
+
+
 def load(paths: Paths | None = None) -> Config:
-    """Build the effective configuration."""
+    """Build the effective configuration.
+
+    Nothing in config.toml can stop engram from starting: a setting it cannot use keeps its
+    default, and what was wrong is listed in ``Config.warnings`` (naming the key and the file).
+    """
     paths = paths or Paths.resolve()
     values = copy.deepcopy(DEFAULTS)
     origins: dict[str, str] = {}
-    for key, value in _flatten(read_file(paths.config_file)):
+    warnings: list[str] = []
+    source = paths.config_file
+    try:
+        data = read_file(source)
+    except InvalidInput as exc:
+        data = {}
+        warnings.append(f"{exc.message}; all of its settings are ignored until it is fixed")
+    for key, value in _flatten(data):
         try:
             checked = coerce(key, value)
-        except UsageError as exc:
-            raise InvalidInput(
-                f"{paths.config_file}: unknown setting {key!r}",
-                hint="remove it, or run `engram config show` to see the valid keys",
-            ) from exc
+        except UsageError:
+            warnings.append(_unusable_key(source, key))
+            continue
         except InvalidInput as exc:
-            raise InvalidInput(f"{paths.config_file}: {exc.message}") from exc
+            default = _default_for(key)
+            shown = "none" if default is None else json.dumps(default, ensure_ascii=False)
+            warnings.append(f"{source}: {exc.message}; using the default, {shown}")
+            continue
         _set_in(values, key, checked)
-        origins[key] = str(paths.config_file)
+        origins[key] = str(source)
     for env, key in ENV_OVERRIDES.items():
         if os.environ.get(env):
             _set_in(values, key, coerce(key, os.environ[env]))
             origins[key] = env
-    return Config(values=values, origins=origins, paths=paths)
+    return Config(values=values, origins=origins, paths=paths, warnings=warnings)
+
+
+def _document(path: Path) -> tomlkit.TOMLDocument:
+    """config.toml as an editable document that keeps its comments and layout."""
+    import tomlkit  # only `config set` and `config unset` edit the file; every command reads it
+    from tomlkit.exceptions import TOMLKitError
+
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return tomlkit.document()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read config file {path}: {exc.strerror}") from exc
+    try:
+        return tomlkit.parse(raw.decode("utf-8"))
+    except (TOMLKitError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+        raise InvalidInput(
+            f"config file {path} is not valid TOML: {exc}; engram changes only a file it can read",
+            hint="fix it by hand, or move it away to start again from the defaults",
+        ) from exc
+
+
+def _save(paths: Paths, document: tomlkit.TOMLDocument) -> None:
+    """Write config.toml atomically: 0600 when new, in a 0700 directory when that is new too."""
+    import tomlkit
+
+    directory = paths.config_dir
+    try:
+        if not directory.is_dir():
+            directory.mkdir(parents=True, mode=0o700)
+            os.chmod(directory, 0o700)  # mkdir's mode is cut by the umask; this is exact
+        atomic.write_atomic(paths.config_file, tomlkit.dumps(document).encode("utf-8"))
+    except OSError as exc:
+        raise EngramError(
+            f"cannot write config file {paths.config_file}: {exc.strerror}",
+            hint="check that you may write to that directory",
+        ) from exc
+
+
+def _has_comment(table: Any) -> bool:
+    from tomlkit.items import Comment
+
+    body = getattr(getattr(table, "value", None), "body", [])
+    return any(isinstance(item, Comment) for _, item in body)
 
 
 def set_value(paths: Paths, key: str, raw: str) -> Any:
-    """Persist one setting in config.toml (atomically) and return the stored value."""
-    import tomli_w
+    """Persist one setting in config.toml and return the stored value; ``none`` unsets it.
 
+    Only that key's line changes: comments, order and the other settings stay as they were.
+    """
     value = coerce(key, raw)
-    current = read_file(paths.config_file)
     if value is None:
-        # TOML has no null: unsetting returns the key to its default.
-        parts = key.split(".")
-        node: Any = current
-        for part in parts[:-1]:
-            node = node.get(part, {})
-        if isinstance(node, dict):
-            node.pop(parts[-1], None)
-    else:
-        _set_in(current, key, value)
-    paths.config_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = paths.config_file.with_suffix(".toml.tmp")
-    tmp.write_text(tomli_w.dumps(current), encoding="utf-8")
-    os.replace(tmp, paths.config_file)
+        # TOML has no null: a setting without a value is one returned to its default.
+        unset_value(paths, key)
+        return None
+    import tomlkit
+
+    document = _document(paths.config_file)
+    parts = key.split(".")
+    node: Any = document
+    for depth, part in enumerate(parts[:-1]):
+        if part not in node:
+            # [decay.half_life_days] needs no empty [decay] header above it.
+            node[part] = tomlkit.table(is_super_table=depth < len(parts) - 2)
+        node = node[part]
+        if not isinstance(node, MutableMapping):
+            where = ".".join(parts[: depth + 1])
+            raise InvalidInput(
+                f"{paths.config_file}: {where} is a single value, but settings go under it",
+                hint=f"fix it by hand: remove `{where} = …`, or run `engram config unset {where}`",
+            )
+    node[parts[-1]] = value
+    _save(paths, document)
     return value
+
+
+def unset_value(paths: Paths, key: str) -> bool:
+    """Remove one key from config.toml (known or not), keeping everything else; False if it was not there."""
+    document = _document(paths.config_file)
+    parts = key.split(".")
+    chain: list[Any] = [document]
+    for part in parts[:-1]:
+        node = chain[-1]
+        chain.append(node.get(part) if isinstance(node, MutableMapping) else None)
+    if isinstance(chain[-1], MutableMapping) and parts[-1] in chain[-1]:
+        del chain[-1][parts[-1]]
+        # A table this emptied goes too, unless a comment of the user's lives in it.
+        for depth in range(len(parts) - 1, 0, -1):
+            if chain[depth] or _has_comment(chain[depth]):
+                break
+            del chain[depth - 1][parts[depth - 1]]
+        _save(paths, document)
+        return True
+    _default_for(key)  # a key that is neither a setting nor in the file is a typo worth saying
+    return False

@@ -47,6 +47,10 @@ def run(paths: configmod.Paths) -> list[dict[str, Any]]:
         results.append(
             _check("config", "ok", f"{paths.config_file} ({'present' if paths.config_file.exists() else 'defaults'})")
         )
+        results.extend(
+            _check("config", "warn", warning, "engram uses the default until config.toml is fixed")
+            for warning in cfg.warnings
+        )
     except EngramError as exc:
         results.append(_check("config", "fail", exc.message, exc.hint))
         return results

@@ -7,6 +7,8 @@ NO_COLOR is set or stdout is not a terminal.
 from __future__ import annotations
 
 import contextlib
+import errno
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -35,11 +37,22 @@ CARD_FOOTER = (
 )
 
 
-def _console(stderr: bool = False) -> Console:
+@functools.cache
+def _console_class() -> type[Console]:
     from rich.console import Console
 
+    class PipeAwareConsole(Console):
+        """Rich exits 1 itself on a closed pipe; engram's entry point gives every command the same 141."""
+
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError(errno.EPIPE, "standard output was closed")
+
+    return PipeAwareConsole
+
+
+def _console(stderr: bool = False) -> Console:
     # Wide enough that tables do not fold ids when output is piped.
-    return Console(stderr=stderr, soft_wrap=False, width=None if sys.stdout.isatty() else 200, highlight=False)
+    return _console_class()(stderr=stderr, soft_wrap=False, width=None if sys.stdout.isatty() else 200, highlight=False)
 
 
 def out(text: str = "") -> None:
@@ -62,6 +75,33 @@ def error(exc: EngramError) -> None:
     console.print(f"[bold red]Error:[/] {_escape(exc.message)}")
     if exc.hint:
         console.print(f"[dim]Hint:[/] {_escape(exc.hint)}")
+
+
+def internal_error(exc: BaseException, *, with_traceback: bool) -> None:
+    """A bug, not a user's mistake: one line, and the traceback only when asked for with -vv."""
+    import traceback
+
+    console = _console(stderr=True)
+    what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if with_traceback:
+        sys.stderr.write("".join(traceback.format_exception(exc)))
+        console.print(f"[bold red]Error:[/] internal error ({_escape(what)})")
+    else:
+        console.print(f"[bold red]Error:[/] internal error ({_escape(what)}); run with -vv for the traceback")
+
+
+def interrupted() -> None:
+    note("Interrupted; nothing half-written was kept.")
+
+
+def warning(text: str) -> None:
+    _console(stderr=True).print(f"[yellow]Warning:[/] {_escape(text)}")
+
+
+def config_warnings(warnings: Sequence[str]) -> None:
+    """What config.toml got wrong; the settings concerned keep their defaults."""
+    for text in warnings:
+        warning(text)
 
 
 def _escape(text: str) -> str:
@@ -180,7 +220,13 @@ def hits(hits: Sequence[Hit], *, fmt: str, explain: bool = False, budget: int | 
 # -- list / inspect / forget --------------------------------------------------------------
 
 
-def memory_list(memories: Sequence[Memory], *, as_json: bool) -> None:
+def memory_list(memories: Sequence[Memory], *, as_json: bool, total: int | None = None, offset: int = 0) -> None:
+    """The memories; when ``total`` says more match than are shown, a note on stderr (JSON stays a list)."""
+    if total is not None and total > offset + len(memories):
+        first, last = offset + 1, offset + len(memories)
+        span = f"{first}" if first == last else f"{first}-{last}"
+        shown = f"{len(memories)} of {total} shown" if offset == 0 else f"{span} of {total} shown"
+        note(f"{shown}; more with --offset {last} or a larger --limit (--limit {total - offset} shows the rest)")
     if as_json:
         json_out([m.to_dict() for m in memories])
         return
@@ -270,19 +316,24 @@ def _memories(n: int, kind: str = "") -> str:
 
 
 def decay_report(report: DecayReport, *, as_json: bool) -> None:
-    """Quiet when nothing changed (cron mails whatever a job prints)."""
+    """Quiet unless a score moved by the reporting step or a memory was archived (cron mails what a job prints).
+
+    The small daily drifts are applied all the same; --json lists them too.
+    """
     if as_json:
         json_out(report.to_dict())
         return
+    notable = report.notable
     if report.dry_run:
-        for c in report.changes:
+        for c in notable:
             verb = "would archive" if c.archived else "would decay"
             out(f"{verb} {_short(c.id)}  {c.before:.3f} -> {c.after:.3f}  {_clip(c.content, 60)}")
-    if report.changes or report.dry_run:
+    if notable or report.dry_run:
         prefix = "dry run: " if report.dry_run else ""
+        drifts = f"; {report.silent_drifts} smaller drifts" if report.silent_drifts else ""
         out(
-            f"{prefix}{len(report.changes)} of {report.scanned} active memories decayed, "
-            f"{report.archived} archived (as of {report.now})"
+            f"{prefix}{len(notable)} of {report.scanned} active memories decayed by {report.step:g} or more, "
+            f"{report.archived} archived{drifts} (as of {report.now})"
         )
 
 
@@ -540,22 +591,42 @@ def events(items: Sequence[Event], *, as_json: bool) -> None:
 
 
 def jsonl(records: Iterable[dict[str, Any]], path: str | None) -> int:
-    """Write one JSON object per line to ``path`` (atomically) or stdout; returns the count."""
-    import os
+    """Write one JSON object per line to stdout (no path, or ``-``) or to ``path``; returns the count.
+
+    A file is written atomically and created 0600 (memories are private): an error at any point
+    leaves no partial file and no temporary file behind.
+    """
+    rows = iter(records)
+    try:
+        return _write_jsonl(rows, path)
+    finally:
+        # A generator reading the store is closed now, even after a failed write, so its read
+        # transaction ends while the store is open rather than whenever it is garbage-collected.
+        close = getattr(rows, "close", None)
+        if close is not None:
+            close()
+
+
+def _write_jsonl(rows: Iterator[dict[str, Any]], path: str | None) -> int:
+    from engram_cli.atomic import replace_file
+    from engram_cli.errors import InvalidInput
 
     count = 0
-    if path is None:
-        for record in records:
+    if path is None or path == "-":
+        for record in rows:
             sys.stdout.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
             count += 1
         sys.stdout.flush()
         return count
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for record in records:
-            fh.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
-            count += 1
-    os.replace(tmp, path)
+    try:
+        with replace_file(path) as fh:
+            for record in rows:
+                fh.write((json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
+                count += 1
+    except OSError as exc:
+        raise InvalidInput(
+            f"cannot write {path}: {exc.strerror or exc}", hint="check that its directory exists and is writable"
+        ) from exc
     return count
 
 
@@ -575,7 +646,11 @@ def import_report(report: Any, *, as_json: bool) -> None:
     if as_json:
         json_out(report.to_dict())
         return
-    out(f"imported {report.imported}, already present {report.skipped_existing}, bad lines {len(report.errors)}")
+    redacted = f", secrets redacted in {report.redacted}" if report.redacted else ""
+    out(
+        f"imported {report.imported}, already present {report.skipped_existing}, bad lines {len(report.errors)}"
+        f"{redacted}"
+    )
     for error in report.errors:
         note(f"line {error['line']}: {error['error']}")
 
@@ -655,6 +730,10 @@ def config_table(values: dict[str, Any], origins: dict[str, str], *, as_json: bo
     for key, value in values.items():
         shown = "none" if value is None else json.dumps(value) if not isinstance(value, str) else value
         out(f"{key} = {shown}\t# {origins.get(key, 'default')}")
+
+
+def config_unset(key: str, removed: bool) -> None:
+    out(f"{key} = default" if removed else f"{key} was not set in config.toml; nothing changed")
 
 
 # -- hooks / schedule ----------------------------------------------------------------------

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -240,3 +242,106 @@ def test_no_telemetry_is_recorded(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
     assert not (home / ".cache" / "Microsoft").exists()
     assert sorted(p.name for p in home.rglob("*")) == []
+
+
+def test_a_broken_config_never_stops_a_command(cli: Any, engram_home: Path) -> None:
+    engram_home.mkdir(parents=True)
+    config_file = engram_home / "config.toml"
+    config_file.write_text("colour = 'blue'\n[recall]\nk = 'many'\n", encoding="utf-8")
+    shown = cli("config", "show")
+    assert "recall.k = 5\t# default" in shown.stdout
+    assert "unknown setting 'colour'" in shown.stderr and str(config_file) in shown.stderr
+    assert "recall.k takes a whole number" in shown.stderr
+    added = cli("add", "Deploys go through make release")
+    assert added.stderr.count("unknown setting 'colour'") == 1  # once per command
+    assert cli("config", "unset", "colour").stdout.strip() == "colour = default"
+    cli("config", "unset", "recall.k")
+    assert cli("config", "show").stderr == ""
+    config_file.write_text("recall = [", encoding="utf-8")
+    assert "not valid TOML" in cli("recall", "deploy").stderr
+    refused = cli("config", "set", "recall.k", "8", ok=False)
+    assert refused.exit_code == 1 and "not valid TOML" in refused.stderr
+    assert config_file.read_text(encoding="utf-8") == "recall = ["
+
+
+def test_recall_reads_the_query_from_stdin_for_a_dash(cli: Any) -> None:
+    memory_id = cli("add", "The staging database runs on port 5433").stdout.strip()
+    hits = json.loads(cli("recall", "-", "--json", input="which port does staging use?\n").stdout)
+    assert [h["id"] for h in hits] == [memory_id]
+    bad = cli("recall", "-", input=b"\xff\xfe", ok=False)
+    assert bad.exit_code == 1 and "not valid UTF-8" in bad.stderr
+
+
+def test_list_says_when_more_match_than_it_shows(cli: Any) -> None:
+    for text in ("alpha uses Helm", "beta uses Terraform", "gamma uses Pulumi"):
+        cli("add", text)
+    page = cli("list", "-l", "2", "--json")
+    assert len(json.loads(page.stdout)) == 2  # stdout stays the plain JSON list
+    assert page.stderr.startswith("2 of 3 shown;") and "--offset 2" in page.stderr
+    assert "2 of 3 shown" in cli("list", "-l", "2").stderr
+    assert cli("list", "-l", "1", "--offset", "1").stderr.startswith("2 of 3 shown;")
+    assert cli("list", "-l", "3").stderr == ""
+    assert cli("list", "-l", "2", "--offset", "2").stderr == ""  # a short page is the end
+
+
+def test_export_dash_is_standard_output(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    cli("add", "Deploys go through make release")
+    result = cli("export", "-")
+    assert json.loads(result.stdout)["content"] == "Deploys go through make release"
+    assert not (tmp_path / "-").exists()
+
+
+def test_export_file_is_private_whatever_the_umask(cli: Any, tmp_path: Path) -> None:
+    cli("add", "Deploys go through make release")
+    old = os.umask(0)
+    try:
+        cli("export", str(tmp_path / "dump.jsonl"))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "dump.jsonl").stat().st_mode) == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dump.jsonl", "engram-home"]
+
+
+def test_a_failed_export_leaves_the_old_file_and_no_temporary(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engram_cli.errors import StoreError
+    from engram_cli.memory import transfer
+
+    cli("add", "Deploys go through make release")
+    cli("add", "alpha uses Helm")
+    target = tmp_path / "out" / "dump.jsonl"
+    target.parent.mkdir()
+    target.write_text("the previous export\n", encoding="utf-8")
+    real = transfer.export
+
+    def fails_half_way(*args: Any, **kwargs: Any) -> Any:
+        rows = real(*args, **kwargs)
+        try:
+            yield next(rows)
+            raise StoreError("disk I/O error")
+        finally:
+            rows.close()
+
+    monkeypatch.setattr(transfer, "export", fails_half_way)
+    result = cli("export", str(target), ok=False)
+    assert result.exit_code == 1 and "disk I/O error" in result.stderr
+    assert [p.name for p in target.parent.iterdir()] == ["dump.jsonl"]
+    assert target.read_text(encoding="utf-8") == "the previous export\n"
+    missing = cli("export", str(tmp_path / "nowhere" / "dump.jsonl"), ok=False)
+    assert missing.exit_code == 1 and "cannot write" in missing.stderr and "Hint:" in missing.stderr
+
+
+def test_export_into_a_fifo_keeps_the_fifo(cli: Any, tmp_path: Path) -> None:
+    cli("add", "Deploys go through make release")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader first, so opening to write does not block
+    try:
+        cli("export", str(fifo))
+        data = os.read(reader, 65536)
+    finally:
+        os.close(reader)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert json.loads(data)["content"] == "Deploys go through make release"

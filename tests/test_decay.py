@@ -100,3 +100,29 @@ def test_history_lists_recent_events_and_one_timeline(cli: Any) -> None:
     only = json.loads(cli("history", "--kind", "superseded", "--json").stdout)
     assert [e["memory_id"] for e in only] == [first]
     assert "superseded" in cli("history").stdout
+
+
+def test_cli_decay_reports_only_steps_and_archives(cli: Any) -> None:
+    """A daily cron job mails what it prints: drifts below the reporting step are applied silently."""
+    cli("add", "Fixed the flaky login test by waiting for the session cookie", "--type", "episodic", "--at", DAY0)
+    first = cli("decay", "--now", "2026-01-11T00:00:00Z")  # 10 days of a 30-day half-life: 1.0 -> 0.79
+    assert "1 of 1 active memories decayed by 0.1 or more" in first.stdout
+    a_minute_later = cli("decay", "--now", "2026-01-11T00:01:00Z")
+    assert a_minute_later.stdout == "" and a_minute_later.stderr == ""
+    detail = json.loads(cli("decay", "--now", "2026-01-11T00:02:00Z", "--json").stdout)
+    assert detail["changed"] == 1 and detail["silent_drifts"] == 1 and detail["archived"] == 0
+    assert len(detail["changes"]) == 1  # the full detail stays in JSON
+    a_month_later = cli("decay", "--now", "2026-02-10T00:00:00Z")  # 0.79 -> 0.40
+    assert "1 of 1 active memories decayed by 0.1 or more" in a_month_later.stdout
+    gone = cli("decay", "--now", "2026-06-01T00:00:00Z")
+    assert "1 archived" in gone.stdout
+
+
+def test_small_drifts_are_applied_without_an_event(engram: Engram, rows: Any) -> None:
+    memory = engram.add("Fixed the flaky login test", type="episodic", created_at=DAY0)
+    engram.decay(now="2026-01-11T00:00:00Z")
+    report = engram.decay(now="2026-01-11T06:00:00Z")
+    assert report.notable == [] and report.silent_drifts == 1
+    assert engram.get(memory.id).decay_score == pytest.approx(report.changes[0].after)
+    kinds = [r[0] for r in rows("SELECT kind FROM events WHERE memory_id = ? ORDER BY pk", (memory.id,))]
+    assert kinds == ["created", "decayed"]

@@ -109,3 +109,102 @@ def test_round_trip_property(tmp_path_factory: pytest.TempPathFactory, items: li
     with Engram.open(base / "b.db") as b:
         b.import_lines(json.dumps(line, ensure_ascii=False) for line in first)
         assert _export(b) == first
+
+
+GOOD = json.dumps({"content": "The staging database runs on port 5433"})
+
+
+def test_a_deeply_nested_line_is_a_bad_line_like_any_other(engram: Engram) -> None:
+    past_the_parser = '{"content": "x", "metadata": {"a": ' + "[" * 100_000 + "]" * 100_000 + "}}"
+    past_our_limit = '{"content": "y", "metadata": {"a": ' + "[" * 150 + "]" * 150 + "}}"
+    report = engram.import_lines([past_the_parser, GOOD, past_our_limit])
+    assert report.imported == 1
+    assert [e["line"] for e in report.errors] == [1, 3]
+    assert all("nested too deeply" in e["error"] for e in report.errors)
+
+
+def test_minimal_records_are_completed_like_add(engram: Engram, rows: Any) -> None:
+    everything = {
+        "content": "Fixed the flaky login test", "type": "episodic", "namespace": "webapp", "agent": "claude-code",
+        "importance": 0.8, "at": "2026-03-01T10:00:00+02:00", "metadata": {"ticket": "WEB-9"}, "session": "s-42",
+        "summary": "login test fix", "source": "notes.md:12",
+    }  # fmt: skip
+    lines = [
+        json.dumps({"content": "Run migrations with make migrate", "tags": ["DB"], "type": "procedural"}),
+        json.dumps(everything),
+    ]
+    report = engram.import_lines(lines)
+    assert report.imported == 2 and report.errors == []
+    by_text = {m.content: engram.get(m.id) for m in engram.list(all_namespaces=True, limit=5)}
+    first, second = by_text["Run migrations with make migrate"], by_text["Fixed the flaky login test"]
+    assert first.type == "procedural" and first.tags == ["db"] and first.namespace == "default"
+    assert first.agent == "user" and first.access_count == 0 and first.decay_score == 1.0 and len(first.id) == 36
+    assert first.embedding_model == engram.active_model
+    assert (second.namespace, second.agent, second.session, second.summary) == (
+        "webapp",
+        "claude-code",
+        "s-42",
+        "login test fix",
+    )
+    assert second.created_at == "2026-03-01T08:00:00.000000Z" and second.importance == 0.8
+    assert second.metadata == {"ticket": "WEB-9"}
+    assert [(s.kind, s.ref) for s in second.sources] == [("import", "notes.md:12")]
+    assert [e.kind for e in engram.history(second.id)[1]] == ["created"]
+    assert engram.recall("how do I run migrations", k=1)[0].memory.id == first.id
+    again = engram.import_lines(lines)  # the same text in the same namespace and agent is already there
+    assert again.imported == 0 and again.skipped_existing == 2
+
+
+def test_a_minimal_record_with_a_field_add_does_not_take_says_what_it_takes(engram: Engram) -> None:
+    report = engram.import_lines([json.dumps({"content": "x", "status": "archived"})])
+    (error,) = report.errors
+    assert "status" in error["error"] and "`engram add` takes" in error["error"] and "'id'" in error["error"]
+
+
+SECRET = "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB"
+
+
+def test_import_redacts_every_text_before_it_is_stored(tmp_path: Path) -> None:
+    with Engram.open(tmp_path / "a.db") as a:
+        a.add("Deploys go through make release", summary="release", metadata={"k": "v"})
+        line = _export(a)[0]
+    line["content"] = f"Deploys use the token {SECRET}"
+    line["summary"] = f"token {SECRET}"
+    line["metadata"] = {"api_key": "zz-top-secret-value", "nested": [f"see {SECRET}"]}
+    line["sources"][0].update(content=f"raw {SECRET}", ref=f"https://bob:s3cretPassw0rd@example.com/{SECRET}",
+                              metadata={"password": "hunter2hunter2"})  # fmt: skip
+    line["events"][0].update(note=f"by {SECRET}", after={"content": f"was {SECRET}"}, before={"x": SECRET})
+    minimal = {"content": f"password=hunter2hunter2 and {SECRET}", "metadata": {"token": "abcdefabcdef12"}}
+    target = tmp_path / "b.db"
+    with Engram.open(target) as b:
+        report = b.import_lines([json.dumps(line), json.dumps(minimal)])
+        assert report.imported == 2 and report.redacted == 2
+        stored = _export(b)
+        assert stored[0]["content"] == "Deploys use the token [REDACTED:github-token]"
+        b.store.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    everything = json.dumps(stored)
+    for secret in (SECRET, "zz-top-secret-value", "s3cretPassw0rd", "hunter2hunter2", "abcdefabcdef12"):
+        assert secret not in everything
+        assert secret.encode() not in target.read_bytes()
+
+
+def test_lone_surrogates_and_invalid_utf8_are_replaced_not_fatal(cli: Any, tmp_path: Path, engram: Engram) -> None:
+    lines = [json.dumps({"content": "caf\ud800 au lait"}), GOOD]  # json.dumps spells the surrogate \\ud800
+    report = engram.import_lines(lines)
+    assert report.imported == 2 and report.errors == []
+    assert {m.content for m in engram.list(limit=5)} == {"caf\ufffd au lait", "The staging database runs on port 5433"}
+    raw = tmp_path / "latin1.jsonl"
+    raw.write_bytes(b'{"content": "cr\xe8me br\xfbl\xe9e"}\n' + GOOD.encode() + b"\n")
+    summary = json.loads(cli("--db", str(tmp_path / "c.db"), "import", str(raw), "--json").stdout)
+    assert summary["imported"] == 2 and summary["errors"] == []
+
+
+def test_import_fails_when_every_line_is_bad(cli: Any, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"nope": 1}\n\nnot json\n', encoding="utf-8")
+    result = cli("import", str(bad), ok=False)
+    assert result.exit_code == 1
+    assert "line 1:" in result.stderr and "line 3:" in result.stderr and "nothing was imported" in result.stderr
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(GOOD + "\nnot json\n", encoding="utf-8")
+    assert cli("import", str(mixed)).exit_code == 0

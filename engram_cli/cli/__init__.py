@@ -1,8 +1,17 @@
-"""The `engram` command: a thin skin over the engine. Each module is one command group."""
+"""The `engram` command: a thin skin over the engine. Each module is one command group.
+
+Exit codes (the README's table): 0 ok; 1 an error the message explains (input the engine cannot
+use, a damaged database, audit --strict problems, failed doctor checks); 2 usage (unknown flags,
+flag values of the wrong kind, an engine UsageError); 75 busy (another compact or ingest holds the
+lock); 130 interrupted; 141 standard output closed early (`engram export | head`); 70 internal
+error (a bug: one line, the traceback with -vv).
+"""
 
 from __future__ import annotations
 
 import logging
+import os
+import re
 import sys
 from typing import Any
 
@@ -12,9 +21,28 @@ from typer.core import TyperGroup
 from engram_cli import __version__
 from engram_cli.errors import EngramError
 
+EXIT_INTERNAL = 70  # EX_SOFTWARE
+EXIT_INTERRUPTED = 130
+EXIT_PIPE_CLOSED = 141  # what a shell reports for a process killed by SIGPIPE
+
+# How Typer (which may bring its own copy of click) signals usage errors (exit 2) and explicit exits.
+_FRAMEWORK_EXITS: tuple[type[Exception], ...] = (
+    typer.Exit,
+    typer.Abort,
+    next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"),
+)
+
+# Python decodes argv with surrogateescape: a byte that is not UTF-8 arrives as a lone surrogate.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class OutputClosed(Exception):
+    """Standard output was closed by its reader. Click would turn the BrokenPipeError into exit 1,
+    so it travels past click under this name to main(), which ends the run quietly with 141."""
+
 
 class _Group(TyperGroup):
-    """Maps domain errors to `Error: …` on stderr and an exit code, for every command."""
+    """Maps every outcome of every command to a message on stderr and an exit code."""
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -26,8 +54,21 @@ class _Group(TyperGroup):
             _record_hook_failure(ctx, exc.exit_code, exc.message + (f" ({exc.hint})" if exc.hint else ""))
             raise typer.Exit(exc.exit_code) from exc
         except KeyboardInterrupt:
-            sys.stderr.write("Interrupted; nothing half-written was kept.\n")
-            raise typer.Exit(130) from None
+            from engram_cli import render
+
+            render.interrupted()
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except BrokenPipeError as exc:
+            raise OutputClosed from exc
+        except _FRAMEWORK_EXITS:
+            raise  # usage errors (2) and explicit exits keep their codes
+        except Exception as exc:
+            from engram_cli import render
+
+            verbose = getattr(ctx.obj, "verbose", 0)
+            render.internal_error(exc, with_traceback=verbose >= 2)
+            _record_hook_failure(ctx, EXIT_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+            raise typer.Exit(EXIT_INTERNAL) from exc
 
 
 def _record_hook_failure(ctx: Any, code: int, message: str) -> None:
@@ -75,7 +116,7 @@ def root(
 
     if verbose:
         logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO, format="%(name)s: %(message)s")
-    ctx.obj = AppContext(db=db, hook=hook)
+    ctx.obj = AppContext(db=db, verbose=verbose, hook=hook)
     ctx.call_on_close(ctx.obj.close)
 
 
@@ -94,6 +135,23 @@ def _register() -> None:
 _register()
 
 
+def clean_argv(args: list[str]) -> list[str]:
+    """argv with every undecodable byte (a lone surrogate) replaced by U+FFFD, so no command chokes on it."""
+    return [_LONE_SURROGATE.sub("\ufffd", arg) for arg in args]
+
+
 def main() -> None:
     """Console-script entry point."""
-    sys.exit(app(standalone_mode=True))
+    try:
+        try:
+            app(args=clean_argv(sys.argv[1:]), standalone_mode=True)
+        finally:
+            # Flushed here, inside the try, so a reader that went away is noticed now rather
+            # than at interpreter exit (where it would print "Exception ignored ...").
+            sys.stdout.flush()
+    except (BrokenPipeError, OutputClosed):
+        # The reader has all it wanted (`engram export | head -1`): stop quietly, as Python's
+        # documentation on SIGPIPE advises, pointing stdout at devnull for the final flush.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(EXIT_PIPE_CLOSED)

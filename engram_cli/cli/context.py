@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 @dataclass
 class AppContext:
     db: str | None = None
+    verbose: int = 0
     hook: str | None = None  # the hook that started this process (`--hook NAME`), if any
     _paths: configmod.Paths | None = field(default=None, repr=False)
     _config: configmod.Config | None = field(default=None, repr=False)
@@ -28,7 +29,11 @@ class AppContext:
     @property
     def config(self) -> configmod.Config:
         if self._config is None:
+            from engram_cli import render
+
             self._config = configmod.load(self.paths)
+            # Said once per command, the first time anything reads a setting.
+            render.config_warnings(self._config.warnings)
         return self._config
 
     def engram(self) -> Engram:

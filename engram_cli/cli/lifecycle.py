@@ -8,7 +8,7 @@ import typer
 
 from engram_cli import render
 from engram_cli.cli.context import AppContext
-from engram_cli.errors import EngramError, UsageError
+from engram_cli.errors import EngramError, InvalidInput, UsageError
 
 
 def _app(ctx: typer.Context) -> AppContext:
@@ -96,7 +96,9 @@ def history(
 
 def export(
     ctx: typer.Context,
-    path: Annotated[str | None, typer.Argument(metavar="[FILE]", help="Write here (default: standard output).")] = None,
+    path: Annotated[
+        str | None, typer.Argument(metavar="[FILE]", help="Write here, created 0600 (default, or -: standard output).")
+    ] = None,
     namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Namespace (default: configured).")] = None,
     all_namespaces: Annotated[bool, typer.Option("--all-namespaces", "-A", help="Every namespace.")] = False,
     with_vectors: Annotated[bool, typer.Option("--vectors", help="Include each memory's vector.")] = False,
@@ -106,7 +108,7 @@ def export(
         raise UsageError("--namespace and --all-namespaces exclude each other")
     records = _app(ctx).engram().export(with_vectors=with_vectors, namespace=namespace, all_namespaces=all_namespaces)
     count = render.jsonl(records, path)
-    if path is not None:
+    if path not in (None, "-"):
         render.note(f"exported {count} memories to {path}")
 
 
@@ -116,9 +118,18 @@ def import_(
     atomic: Annotated[bool, typer.Option("--atomic", help="Import nothing if any line is bad.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
-    """Read memories written by `engram export`. Bad lines are reported by number and skipped."""
+    """Read memories written by `engram export`, or minimal records with the fields `engram add` takes.
+
+    Every text is redacted before it is stored. Bad lines are reported by number and skipped;
+    when no line could be imported, the exit status is 1.
+    """
     report = _app(ctx).engram().import_lines(render.read_lines(path), atomic=atomic)
     render.import_report(report, as_json=as_json)
+    if report.errors and not report.imported:
+        raise InvalidInput(
+            f"nothing was imported: {len(report.errors)} bad line(s)",
+            hint="each bad line is listed above with the reason; a line needs at least a non-empty 'content'",
+        )
 
 
 def reembed(

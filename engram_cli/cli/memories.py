@@ -105,7 +105,7 @@ def add(
 
 def recall(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="What to remember.")],
+    query: Annotated[str, typer.Argument(help="What to remember, or - to read it from standard input.")],
     k: Annotated[int | None, typer.Option("-k", min=1, help="How many memories (default: config recall.k, 5).")] = None,
     namespace: NamespaceOpt = None,
     all_namespaces: AllNsOpt = False,
@@ -136,6 +136,8 @@ def recall(
     """Find the memories most relevant to QUERY (hybrid vector + keyword, weighed by importance and decay)."""
     if namespace and all_namespaces:
         raise UsageError("--namespace and --all-namespaces exclude each other")
+    if query == "-":
+        query = _read_stdin()
     engram = _app(ctx).engram()
     hits = engram.recall(
         query, k=k, namespace=namespace, all_namespaces=all_namespaces, agent=agent, type=mtype, tags=tag,
@@ -183,12 +185,16 @@ def list_(
     if namespace and all_namespaces:
         raise UsageError("--namespace and --all-namespaces exclude each other")
     statuses = ["active", "superseded", "archived"] if all_statuses else status
-    memories = _app(ctx).engram().list(
-        limit=limit, offset=offset, namespace=namespace, all_namespaces=all_namespaces, agent=agent, type=mtype,
-        tags=tag, since=since, until=until, accessed_since=accessed_since, accessed_until=accessed_until,
-        session=session, status=statuses, include_archived=include_archived,
+    engram = _app(ctx).engram()
+    flt = engram.filters(
+        namespace=namespace, all_namespaces=all_namespaces, agent=agent, type=mtype, tags=tag, since=since,
+        until=until, accessed_since=accessed_since, accessed_until=accessed_until, session=session, status=statuses,
+        include_archived=include_archived,
     )  # fmt: skip
-    render.memory_list(memories, as_json=as_json)
+    memories = engram.list(limit=limit, offset=offset, filters=flt)
+    # Counted only when the page is full: a short page already says it is everything.
+    total = engram.count(filters=flt) if len(memories) == limit else None
+    render.memory_list(memories, as_json=as_json, total=total, offset=offset)
 
 
 def forget(

@@ -12,7 +12,7 @@ from engram_cli.cli.context import AppContext
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
-config_app = typer.Typer(help="Show, locate or change settings (config.toml).", no_args_is_help=True)
+config_app = typer.Typer(help="Show, locate, change or unset settings (config.toml).", no_args_is_help=True)
 
 
 def _app(ctx: typer.Context) -> AppContext:
@@ -52,7 +52,7 @@ def doctor_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 @config_app.command("show")
 def config_show(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Print every setting, its value and where it came from."""
+    """Print every setting, its value and where it came from (problems in config.toml go to stderr)."""
     cfg = _app(ctx).config
     render.config_table(cfg.flat(), cfg.origins, as_json=as_json)
 
@@ -69,9 +69,19 @@ def config_set(
     key: Annotated[str, typer.Argument(help="Setting, e.g. recall.k")],
     value: Annotated[str, typer.Argument(help="New value; 'none' returns it to the default.")],
 ) -> None:
-    """Change one setting in config.toml."""
+    """Change one setting in config.toml, keeping its comments and layout."""
     stored = configmod.set_value(_app(ctx).paths, key, value)
     render.out(f"{key} = {'default' if stored is None else stored}")
+
+
+@config_app.command("unset")
+def config_unset(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(help="Setting to return to its default (or an unknown key to remove).")],
+) -> None:
+    """Remove one key from config.toml, keeping the rest of the file as it is."""
+    removed = configmod.unset_value(_app(ctx).paths, key)
+    render.config_unset(key, removed)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,15 +7,14 @@ can be assumed: so every command starts with the absolute path of the running en
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shlex
 import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from engram_cli import atomic
 from engram_cli.errors import IntegrationError
 
 # Ends every command line engram writes into another tool's configuration, so that
@@ -49,21 +48,9 @@ def shell_join(command: Sequence[str]) -> str:
 
 
 def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
-    """Replace ``path`` with ``data`` in one rename, so a crash leaves the old file or the new one."""
+    """Replace ``path`` with ``data`` in one rename, creating its directory (a project's ``.claude/``) if needed."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic.write_atomic(path, data, mode)
 
 
 def check_database(db: str | None) -> None:

@@ -20,8 +20,9 @@ from engram_cli.timeutil import from_iso, now, to_iso
 
 HIGH_FLOOR = 0.6
 LOW_FLOOR = 0.08
-# A decay change smaller than this is applied without an event of its own, so a daily
-# cron run does not write one event per memory per day.
+# A decay change smaller than this is applied without an event of its own, and without a
+# line in `engram decay`'s report, so a daily cron run neither writes one event per memory
+# per day nor mails a report of drifts nobody acts on.
 EVENT_STEP = 0.1
 BATCH = 500
 
@@ -48,6 +49,11 @@ class Change:
     after: float
     archived: bool
 
+    @property
+    def notable(self) -> bool:
+        """Archived, or moved by at least EVENT_STEP: what gets an event and a line in the report."""
+        return self.archived or abs(self.after - self.before) >= EVENT_STEP
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -65,9 +71,21 @@ class DecayReport:
     scanned: int = 0
     changes: list[Change] = field(default_factory=list)
 
+    step: float = EVENT_STEP
+
     @property
     def archived(self) -> int:
         return sum(1 for c in self.changes if c.archived)
+
+    @property
+    def notable(self) -> list[Change]:
+        """The changes worth telling a person about (see Change.notable)."""
+        return [c for c in self.changes if c.notable]
+
+    @property
+    def silent_drifts(self) -> int:
+        """Changes smaller than the step: applied, but not reported line by line."""
+        return sum(1 for c in self.changes if not c.notable)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,6 +94,7 @@ class DecayReport:
             "scanned": self.scanned,
             "changed": len(self.changes),
             "archived": self.archived,
+            "silent_drifts": self.silent_drifts,
             "changes": [c.to_dict() for c in self.changes],
         }
 
@@ -146,7 +165,7 @@ def _decay_one(
         )  # fmt: skip
     else:
         records.update(store, memory, stamp, decay_score=score)
-        if abs(score - change.before) >= EVENT_STEP:
+        if change.notable:
             records.add_event(
                 store, memory.id, "decayed", stamp,
                 before={"decay_score": change.before}, after={"decay_score": score}, actor="decay",

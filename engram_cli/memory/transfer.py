@@ -3,6 +3,11 @@
 Import keeps ids, timestamps, counters and history, so export -> import into an empty
 database -> export gives the same lines. Vectors are optional in the file: a line that
 carries one from a bundled model keeps it, any other line is embedded again.
+
+A line without an ``id`` is a minimal record: ``content`` plus the fields ``engram add`` takes,
+completed the way ``add`` completes them. Every text of every line passes through the secret
+redactor before it reaches a table, and a line that cannot be used (not JSON, nested too deep,
+missing fields) is reported by its number, never the end of the import.
 """
 
 from __future__ import annotations
@@ -10,24 +15,34 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from engram_cli import redact as redactmod
 from engram_cli import text as textmod
 from engram_cli.errors import InvalidInput
-from engram_cli.memory import records
+from engram_cli.memory import records, remember
 from engram_cli.memory.model import MEMORY_TYPES, STATUSES, Source
 from engram_cli.memory.recall import Filters
 from engram_cli.store import vectors
 from engram_cli.store.db import Store
-from engram_cli.timeutil import normalize_iso
+from engram_cli.timeutil import iso_now, normalize_iso
 
 EVENT_KINDS = ("created", "merged", "updated", "accessed", "superseded", "decayed", "archived", "restored",
                "deleted", "reembedded")  # fmt: skip
 BATCH = 200
+# Deeper than any record engram writes, and shallow enough that walking a line (redaction,
+# serialisation) never comes near Python's recursion limit.
+MAX_DEPTH = 100
+# Python reads undecodable bytes as lone surrogates (surrogateescape), and JSON can spell one
+# as an escape; SQLite cannot store them, so both become U+FFFD.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# What a minimal record may carry: the fields `engram add` takes, with "at" for created_at.
+MINIMAL_FIELDS = (*(f for f in remember.FIELDS if f != "supersedes"), "at")
 
 
 def export(store: Store, filters: Filters, *, with_vectors: bool = False) -> Iterator[dict[str, Any]]:
@@ -62,6 +77,7 @@ class ImportReport:
     skipped_existing: int = 0
     errors: list[dict[str, Any]] = field(default_factory=list)
     atomic: bool = False
+    redacted: int = 0  # imported memories in which a secret was redacted
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -69,6 +85,7 @@ class ImportReport:
             "skipped_existing": self.skipped_existing,
             "errors": self.errors,
             "atomic": self.atomic,
+            "redacted": self.redacted,
         }
 
 
@@ -78,6 +95,7 @@ class _Line:
     data: dict[str, Any]
     vector: np.ndarray | None
     vector_model: str | None
+    redacted: bool = False
 
 
 def _require(data: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
@@ -87,17 +105,133 @@ def _require(data: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> A
     return value
 
 
-def _parse(number: int, raw: str, known_models: dict[str, int]) -> _Line:
+def _scrub(value: Any) -> Any:
+    """``value`` with every lone surrogate, in keys and strings at any depth, replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    return value
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests objects and lists more than MAX_DEPTH levels (checked without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        if level > MAX_DEPTH:
+            return True
+        stack.extend((child, level + 1) for child in children)
+    return False
+
+
+def _decode(raw: str) -> tuple[Any, bool]:
+    """The JSON value of one line, and whether invalid UTF-8 or lone surrogates were replaced in it."""
+    replaced = bool(_LONE_SURROGATE.search(raw))
+    text = _LONE_SURROGATE.sub("\ufffd", raw) if replaced else raw
     try:
-        raw.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(f"not valid UTF-8 (column {exc.start + 1})") from exc
-    try:
-        data = json.loads(raw)
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InvalidInput(f"not JSON ({exc.msg} at column {exc.colno})") from exc
+        bytes_note = "; the line also held invalid UTF-8, replaced by U+FFFD" if replaced else ""
+        raise InvalidInput(f"not JSON ({exc.msg} at column {exc.colno}){bytes_note}") from exc
+    except RecursionError as exc:
+        raise InvalidInput(f"JSON nested too deeply (more than {MAX_DEPTH} levels)") from exc
+    if _too_deep(data):
+        raise InvalidInput(f"JSON nested too deeply (more than {MAX_DEPTH} levels)")
+    scrubbed = _scrub(data)
+    return scrubbed, replaced or scrubbed != data
+
+
+def _redact_record(data: dict[str, Any], contact: bool = False) -> bool:
+    """Redact every text a record stores, in place; True if anything was a secret."""
+    found = False
+
+    def text(value: Any) -> Any:
+        nonlocal found
+        if not isinstance(value, str):
+            return value
+        clean, hits = redactmod.redact(value, contact=contact)
+        found = found or bool(hits)
+        return clean
+
+    def structure(value: Any) -> Any:
+        nonlocal found
+        clean, kinds = redactmod.redact_data(value, contact=contact)
+        found = found or bool(kinds)
+        return clean
+
+    for key in ("content", "summary"):
+        data[key] = text(data.get(key))
+    if "metadata" in data:
+        data["metadata"] = structure(data["metadata"])
+    for source in data.get("sources") or []:
+        if isinstance(source, dict):
+            for key in ("content", "ref"):
+                source[key] = text(source.get(key))
+            if "metadata" in source:
+                source["metadata"] = structure(source["metadata"])
+    for event in data.get("events") or []:
+        if isinstance(event, dict):
+            for key in ("before", "after"):
+                if event.get(key) is not None:
+                    event[key] = structure(event[key])
+            event["note"] = text(event.get("note"))
+    return found
+
+
+def _complete_minimal(data: dict[str, Any], namespace: str, agent: str) -> dict[str, Any]:
+    """A record with only the fields `engram add` takes, completed as `add` would (new id, now)."""
+    unknown = sorted(set(data) - set(MINIMAL_FIELDS))
+    if unknown:
+        raise InvalidInput(
+            f"unknown field(s) {', '.join(unknown)}: a line without 'id' takes the fields `engram add` takes "
+            f"({', '.join(MINIMAL_FIELDS)}); a full `engram export` line has an 'id'"
+        )
+    fields = dict(data)
+    if "at" in fields:
+        if fields.get("created_at") is not None:
+            raise InvalidInput("give 'at' or 'created_at', not both")
+        fields["created_at"] = fields.pop("at")
+    source = fields.get("source")
+    if source is None:
+        fields["source"] = {"kind": "import"}
+    elif isinstance(source, str):
+        fields["source"] = {"kind": "import", "ref": source}
+    elif isinstance(source, dict) and not source.get("kind"):
+        fields["source"] = {**source, "kind": "import"}
+    # Validation only: the whole record is redacted below, like every other line (and counted there).
+    item = remember.prepare(fields, namespace=namespace, agent=agent, keep_secrets=True)
+    now = iso_now()
+    src = item.source
+    return {
+        "id": records.new_id(), "content": item.content, "summary": item.summary, "type": item.type,
+        "namespace": item.namespace, "agent": item.agent, "session": item.session, "tags": item.tags,
+        "importance": item.importance, "confidence": item.confidence, "decay_score": 1.0, "access_count": 0,
+        "last_access_at": None, "created_at": item.created_at, "updated_at": now, "status": "active",
+        "version": 1, "metadata": item.metadata,
+        "sources": [{"kind": src.kind, "ref": src.ref, "message_id": src.message_id, "session": src.session,
+                     "metadata": src.metadata, "created_at": now}],
+        "events": [{"kind": "created", "at": now, "actor": "import",
+                    "after": {"importance": item.importance, "type": item.type, "namespace": item.namespace,
+                              "agent": item.agent, "source": src.kind}}],
+    }  # fmt: skip
+
+
+def _parse(
+    number: int, raw: str, known_models: dict[str, int], namespace: str, agent: str, contact: bool = False
+) -> _Line:
+    data, _ = _decode(raw)
     if not isinstance(data, dict):
         raise InvalidInput("a line must be a JSON object")
+    if "id" not in data:
+        if not isinstance(data.get("content"), str):
+            raise InvalidInput("field 'content' is missing or is not text")
+        data = _complete_minimal(data, namespace, agent)
     for key in ("id", "content", "type", "namespace", "agent", "status", "created_at", "updated_at"):
         _require(data, key, str)
     if not textmod.normalize(data["content"]):
@@ -120,23 +254,26 @@ def _parse(number: int, raw: str, known_models: dict[str, int]) -> _Line:
         data["last_access_at"] = normalize_iso(str(data["last_access_at"]), what="last_access_at")
     if not isinstance(data.get("metadata", {}), dict) or not isinstance(data.get("tags", []), list):
         raise InvalidInput("metadata must be an object and tags a list")
+    if data.get("summary") is not None and not isinstance(data["summary"], str):
+        raise InvalidInput("summary must be text")
     for event in data.get("events", []):
         if not isinstance(event, dict) or event.get("kind") not in EVENT_KINDS or not isinstance(event.get("at"), str):
             raise InvalidInput("an event needs a known kind and an 'at' time")
+    redacted = _redact_record(data, contact)
     vector = model = None
-    if isinstance(data.get("vector"), dict):
+    if isinstance(data.get("vector"), dict) and not redacted:  # a redacted text gets a vector of its own
         spec = data["vector"]
         model = spec.get("model")
         if model in known_models:
             try:
                 vector = np.frombuffer(base64.b64decode(spec["float32_b64"], validate=True), dtype="<f4")
-            except (KeyError, ValueError) as exc:
+            except (KeyError, TypeError, ValueError) as exc:
                 raise InvalidInput("vector.float32_b64 is not valid base64 float32 data") from exc
             if len(vector) != known_models[model]:
                 raise InvalidInput(f"vector has {len(vector)} values; {model} makes {known_models[model]}")
         else:
             model = None
-    return _Line(number, data, vector, model)
+    return _Line(number, data, vector, model, redacted)
 
 
 def import_lines(
@@ -147,16 +284,20 @@ def import_lines(
     dim: int,
     embed: Callable[[Sequence[str]], np.ndarray],
     known_models: dict[str, int],
+    namespace: str = "default",
+    agent: str = "user",
     atomic: bool = False,
+    contact: bool = False,
 ) -> ImportReport:
-    """Read exported lines. A malformed line is reported by number and skipped; ``atomic`` imports all or nothing."""
+    """Read exported (or minimal) lines. A malformed line is reported by number and skipped;
+    ``atomic`` imports all or nothing. ``namespace`` and ``agent`` fill minimal records."""
     report = ImportReport(atomic=atomic)
     parsed: list[_Line] = []
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         try:
-            parsed.append(_parse(number, raw, known_models))
+            parsed.append(_parse(number, raw, known_models, namespace, agent, contact))
         except InvalidInput as exc:
             report.errors.append({"line": number, "error": exc.message})
     if atomic and report.errors:
@@ -179,6 +320,7 @@ def import_lines(
                     )
                     if _insert(store, ln.data, vector, model or active_model, len(vector)):
                         report.imported += 1
+                        report.redacted += ln.redacted
                         links.append((ln.data["id"], ln.data.get("superseded_by"), ln.data.get("consolidated_into")))
                     else:
                         report.skipped_existing += 1
