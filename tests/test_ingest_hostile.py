@@ -74,75 +74,83 @@ def plant(path: Path, kind: str) -> None:
         raise AssertionError(kind)
 
 
-# Where each source looks by default (relative to HOME), named so that its listing picks the entry up.
+# Where each source looks by default (relative to HOME), named so that its listing picks the entry up;
+# "{kind}" marks a place where one directory can hold every kind at once, the rest have fixed names.
 DEFAULT_PLACES = {
-    "claude-code": [".claude/projects/p/x.jsonl"],
-    "codex": [".codex/sessions/2026/01/01/rollout-x.jsonl"],
-    "gemini-cli": [".gemini/tmp/p/chats/session-x.json"],
+    "claude-code": [".claude/projects/p/{kind}.jsonl"],
+    "codex": [".codex/sessions/2026/01/01/rollout-{kind}.jsonl"],
+    "gemini-cli": [".gemini/tmp/p/chats/session-{kind}.json"],
     "aider": [".aider.chat.history.md"],
-    "cursor": [".config/Cursor/User/globalStorage/state.vscdb", ".config/Cursor/User/workspaceStorage/w/state.vscdb"],
-    "cline": [".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/t/api_conversation_history.json"],
-    "roo-code": [".config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks/t/api_conversation_history.json"],
-    "opencode": [".local/share/opencode/opencode.db"],
-    "continue": [".continue/sessions/x.json"],
-    "copilot-cli": [".copilot/session-state/x/events.jsonl"],
+    "cursor": [
+        ".config/Cursor/User/globalStorage/state.vscdb",
+        ".config/Cursor/User/workspaceStorage/{kind}/state.vscdb",
+    ],
+    "cline": [".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/{kind}/api_conversation_history.json"],
+    "roo-code": [
+        ".config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks/{kind}/api_conversation_history.json"
+    ],
+    "opencode": [".local/share/opencode/opencode-{kind}.db"],
+    "continue": [".continue/sessions/{kind}.json"],
+    "copilot-cli": [".copilot/session-state/{kind}/events.jsonl"],
     "bash": [".bash_history"],
     "zsh": [".zsh_history"],
     "fish": [".local/share/fish/fish_history"],
-    "notes": ["notes/x.md"],
+    "notes": ["notes/{kind}.md"],
 }
 # What each source's files() finds under a directory given with --path.
 PATH_NAMES = {
-    "claude-code": "x.jsonl",
-    "codex": "rollout-x.jsonl",
-    "gemini-cli": "chats/session-x.json",
-    "aider": ".aider.chat.history.md",
-    "cursor": "state.vscdb",
-    "cline": "t/api_conversation_history.json",
-    "roo-code": "t/api_conversation_history.json",
-    "opencode": "opencode.db",
-    "continue": "sessions/x.json",
-    "copilot-cli": "s/events.jsonl",
-    "bash": "x.bash_history",
-    "zsh": "x.zsh_history",
-    "fish": "x_history",
-    "notes": "x.md",
-    "jsonl": "x.jsonl",
+    "claude-code": "{kind}.jsonl",
+    "codex": "rollout-{kind}.jsonl",
+    "gemini-cli": "chats/session-{kind}.json",
+    "aider": "{kind}/.aider.chat.history.md",
+    "cursor": "{kind}/state.vscdb",
+    "cline": "{kind}/api_conversation_history.json",
+    "roo-code": "{kind}/api_conversation_history.json",
+    "opencode": "opencode-{kind}.db",
+    "continue": "sessions/{kind}.json",
+    "copilot-cli": "{kind}/events.jsonl",
+    "bash": "{kind}.bash_history",
+    "zsh": "{kind}.zsh_history",
+    "fish": "{kind}_history",
+    "notes": "{kind}.md",
+    "jsonl": "{kind}.jsonl",
 }
+# What item 2 of the brief names: each must reach the loader (which notes it), not vanish in the listing.
+NOTED = ("self-loop", "loop-pair", "fifo", "socket")
 
 
-def planted(paths: list[Path], kind: str) -> set[Path]:
-    """The entries a kind puts down: the path itself, and for a pair its partner."""
-    found = set(paths)
-    if kind == "loop-pair":
-        found |= {p.with_name(p.name + ".partner") for p in paths}
-    return found
+def plant_all(root: Path, templates: list[str], fixed_kind: str) -> tuple[set[Path], set[Path]]:
+    """Every kind at each templated place, ``fixed_kind`` at each fixed one: (all entries, those to be noted)."""
+    every: set[Path] = set()
+    noted: set[Path] = set()
+    for template in templates:
+        for kind in KINDS if "{kind}" in template else (fixed_kind,):
+            path = root / template.format(kind=kind)
+            plant(path, kind)
+            every |= {path, path.with_name(path.name + ".partner")}
+            if kind in NOTED:
+                noted.add(path)
+    return every, noted
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_every_importer_lists_default_places_holding_special_files_without_tripping(kind: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("fixed_kind", KINDS)
+def test_every_importer_locates_default_places_holding_loops_fifos_and_sockets(fixed_kind: str, tmp_path: Path) -> None:
     home = tmp_path / "home"
-    for places in DEFAULT_PLACES.values():
-        for place in places:
-            plant(home / place, kind)
     env = {"ENGRAM_NOTES_DIR": str(home / "notes")}
-    every = planted([home / p for places in DEFAULT_PLACES.values() for p in places], kind)
     for name in dict.fromkeys(SOURCES):
-        found = within(30, lambda name=name: importer(name).locate(env, home))  # type: ignore[misc]
-        assert set(found) <= every, (name, found)
-        if name in DEFAULT_PLACES:
-            assert found, f"{name} hid its {kind} instead of letting the loader say it skipped it"
+        every, noted = plant_all(home, DEFAULT_PLACES.get(name, []), fixed_kind)
+        found = set(within(30, lambda name=name: importer(name).locate(env, home)))  # type: ignore[misc]
+        assert found <= every, (name, found - every)
+        assert noted <= found, f"{name} hid {noted - found} instead of letting the loader say it skipped them"
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_every_importer_lists_a_given_directory_holding_special_files_without_tripping(
-    kind: str, tmp_path: Path
-) -> None:
+def test_every_importer_lists_a_given_directory_holding_loops_fifos_and_sockets(tmp_path: Path) -> None:
     for name in dict.fromkeys(SOURCES):
         root = tmp_path / name
-        plant(root / PATH_NAMES[name], kind)
-        found = within(30, lambda name=name, root=root: importer(name).files(root))  # type: ignore[misc]
-        assert set(found) <= planted([root / PATH_NAMES[name]], kind), (name, found)
+        every, noted = plant_all(root, [PATH_NAMES[name]], "fifo")
+        found = set(within(30, lambda name=name, root=root: importer(name).files(root)))  # type: ignore[misc]
+        assert found <= every, (name, found - every)
+        assert noted <= found, f"{name} hid {noted - found} instead of letting the loader say it skipped them"
 
 
 def test_listing_a_folder_with_loops_fifos_and_sockets_together(tmp_path: Path) -> None:
@@ -225,8 +233,7 @@ def test_every_source_ingests_a_home_full_of_special_files(
 ) -> None:
     home = tmp_path / "home"
     for places in DEFAULT_PLACES.values():
-        for place in places:
-            plant(home / place, kind)
+        plant_all(home, places, kind)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("ENGRAM_NOTES_DIR", str(home / "notes"))
     for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "HISTFILE", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "PWD"):
