@@ -506,8 +506,27 @@ def ingest_report(report: Any, *, as_json: bool, quiet: bool, verbose: bool) -> 
         if verbose:
             for line in source.notes:
                 note(f"  {line}")
+    for path in report.abandoned:
+        note(f"gave up on {path}: still being read well past --max-seconds; it is read again on the next run")
     if report.stopped_early:
         note("stopped at --max-seconds; the next run continues where this one stopped")
+    if report.found_nothing:
+        _found_nothing(report.looked)
+
+
+def _found_nothing(looked: Sequence[dict[str, Any]]) -> None:
+    """Where each source looked, so that a wrong --path or a tool kept elsewhere is seen at once."""
+    if len(looked) == 1 and looked[0]["path"]:
+        place = looked[0]
+        note(f"found nothing to ingest at {place['path']}: {place['source']} reads {place['reads']}")
+        return
+    if len(looked) == 1:
+        note(f"found nothing to ingest: {looked[0]['source']} found no {looked[0]['reads']}")
+    else:
+        note("found nothing to ingest in the default places:")
+        for place in looked:
+            note(f"  {place['source']:<12} {place['reads']}")
+    note("logs kept elsewhere: engram ingest SOURCE --path P")
 
 
 def ingest_sources(rows: Sequence[dict[str, Any]], *, as_json: bool) -> None:
@@ -517,15 +536,24 @@ def ingest_sources(rows: Sequence[dict[str, Any]], *, as_json: bool) -> None:
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False)
-    for column in ("source", "files", "new", "changed", "pending", "sessions", "memories", "last ingest"):
+    columns = ["source", "files", "new", "changed", "pending", "sessions", "memories", "last ingest"]
+    skipping = any(r.get("skipped") for r in rows)
+    if skipping:  # FIFOs, broken links and the like where logs should be: worth a column only when there
+        columns.insert(4, "skipped")
+    for column in columns:
         table.add_column(column)
     for r in rows:
+        if r.get("error"):
+            note(f"error: {r['source']}: {r['error']}")
         if not r["files"] and not r["sessions_seen"]:
             continue
-        table.add_row(
+        cells = [
             r["source"], str(r["files"]), str(r["new"]), str(r["changed"]), _size(r["pending_bytes"]),
             str(r["sessions_seen"]), str(r["memories"]), (r["last_ingest"] or "never")[:16],
-        )  # fmt: skip
+        ]  # fmt: skip
+        if skipping:
+            cells.insert(4, str(r.get("skipped", 0)))
+        table.add_row(*cells)
     if not table.row_count:
         note("no logs found in the default places; use `engram ingest SOURCE --path P`")
         return

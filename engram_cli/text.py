@@ -21,6 +21,9 @@ _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?|[A-Za-z0-9_]+", re.UNICODE)
 _IDENT = re.compile(r"[A-Za-z0-9]+(?:[_\-./:][A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _SPACE = re.compile(r"\s+")
+# A UTF-16 surrogate on its own: JSON may escape one (`"\ud800"`) and a file name that is not UTF-8
+# decodes into them, but UTF-8 cannot encode them, so SQLite and every encoder refuse the text.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 # Function words that only add noise to an OR query. Kept short on purpose: BM25's
 # idf already discounts common words; these are the ones that carry no topic at all.
@@ -39,6 +42,13 @@ STOPWORDS = frozenset(
         "哪", "哪里", "为什么",
     ]
 )  # fmt: skip
+
+
+def clean(text: str) -> str:
+    """``text`` safe to store and encode: each lone surrogate becomes U+FFFD; unchanged (and quick) when none."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def normalize(text: str) -> str:

@@ -37,7 +37,10 @@ def ingest(
         str | None, typer.Option("--namespace", "-n", help="Store everything here (default: each log's project).")
     ] = None,
     max_seconds: Annotated[
-        float | None, typer.Option("--max-seconds", min=0, help="Stop between files after this long (hooks, cron).")
+        float | None,
+        typer.Option(
+            "--max-seconds", min=0, help="Stop after this long, between files or at a line of a long log (hooks, cron)."
+        ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing unless something fails.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,

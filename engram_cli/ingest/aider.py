@@ -37,6 +37,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from engram_cli import redact
+from engram_cli.ingest import files
 from engram_cli.ingest.base import (
     ASSISTANT,
     TOOL,
@@ -45,10 +47,12 @@ from engram_cli.ingest.base import (
     Cursor,
     Message,
     Session,
+    clip,
     complete_lines,
     decode,
     excerpt,
 )
+from engram_cli.ingest.common import utf8
 from engram_cli.timeutil import to_iso
 
 CHAT_FILE = ".aider.chat.history.md"
@@ -104,16 +108,13 @@ class AiderImporter:
         roots = ([_git_root(cwd) or cwd] if cwd else []) + [home]
         found: list[Path] = []
         chat_env, input_env = env.get("AIDER_CHAT_HISTORY_FILE"), env.get("AIDER_INPUT_HISTORY_FILE")
-        if chat_env and (base / chat_env).is_file():
+        if chat_env and files.candidate(base / chat_env):
             found.append(base / chat_env)
-        if input_env and (base / input_env).is_file() and not (chat_env and (base / chat_env).is_file()):
+        if input_env and files.candidate(base / input_env) and not (chat_env and files.candidate(base / chat_env)):
             found.append(base / input_env)
         for root in roots:
             found.extend(_histories_in(root))
-        unique: dict[str, Path] = {}
-        for path in found:
-            unique.setdefault(os.path.realpath(path), path)
-        return list(unique.values())
+        return files.unique(found)
 
     def files(self, path: Path) -> list[Path]:
         if path.is_file():
@@ -149,9 +150,9 @@ IMPORTER = AiderImporter()
 def _histories_in(directory: Path) -> list[Path]:
     """The chat history in ``directory``, or its input history when there is no chat history."""
     chat, typed = directory / CHAT_FILE, directory / INPUT_FILE
-    if chat.is_file():
+    if files.candidate(chat):
         return [chat]
-    return [typed] if typed.is_file() else []
+    return [typed] if files.candidate(typed) else []
 
 
 def _git_root(start: Path) -> Path | None:
@@ -168,7 +169,7 @@ def _kind(path: Path) -> str | None:
     if path.name == INPUT_FILE:
         return "input"
     try:
-        with path.open("rb") as fh:
+        with files.open_binary(path) as fh:
             head = fh.read(4096).decode("utf-8", errors="replace")
     except OSError:
         return None
@@ -338,9 +339,10 @@ class _ChatReader:
         if not text or text == "<blank>" or text in _CONTROL_COMMANDS:
             return
         first = previous.split(maxsplit=1)
-        if len(first) == 2 and first[0] in _MODE_COMMANDS and first[1].strip() == text:
+        if len(first) == 2 and first[0] in _MODE_COMMANDS and first[1].strip() == redact.redact(text)[0]:
             return  # aider's echo of the argument of /ask, /code …
-        self.state["last_user"] = text[:2000]
+        # Kept in the cursor's state, so redacted like everything stored (and the echo compared so).
+        self.state["last_user"] = clip(text, 2000, tail="")
         word, _, rest = text.partition(" ")
         if word in ("/run", "/test") and rest.strip():
             self.state["command"] = {"tool": word[1:], "command": rest.strip()}
@@ -372,7 +374,7 @@ class _ChatReader:
         if not text:
             return
         # /test output is written twice: as it ran, then line by line when added to the chat.
-        mark = hashlib.sha1(" ".join(text.split()).encode("utf-8")).hexdigest()[:12]
+        mark = hashlib.sha1(utf8(" ".join(text.split()))).hexdigest()[:12]
         if mark == self.state.get("last_tool"):
             return
         self.state["last_tool"] = mark

@@ -7,6 +7,10 @@ dropped by the importer, which knows its format), and returns the :class:`Cursor
 resume from next time. Bad input never raises out of ``read``: a line or record that
 cannot be used is counted in ``Batch.skipped`` under a short reason, and its location
 goes to ``Batch.notes`` for ``--verbose``.
+
+Files are opened only through :mod:`engram_cli.ingest.files` (regular files, never blocking),
+and text is cut only through :func:`clip` and the helpers built on it, which redact before
+they cut: a secret cut in half no longer looks like one, and its first half would be kept.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from engram_cli import redact
+from engram_cli.ingest import files, limits
+
 # Roles a message can have after import.
 USER = "user"
 ASSISTANT = "assistant"
@@ -32,6 +39,12 @@ TOOL_EXCERPT = 600
 MAX_LINE_BYTES = 8 * 1024 * 1024
 # A session file read whole goes into memory; past this it is not a conversation any more.
 MAX_JSON_BYTES = 256 * 1024 * 1024
+# Before a cut, text is redacted up to the end of the line the cut falls in, but at most this far
+# beyond the cut, so that a secret straddling it is recognised whole. Secrets do not span lines
+# (a private key block is recognised even when cut short), and the bound covers every fixed-format
+# secret and all but unusually large JWTs: redacting costs about a millisecond per KB, and most
+# tool outputs are cut.
+REDACT_MARGIN = 2048
 
 
 @dataclass
@@ -89,6 +102,14 @@ class Cursor:
         """Another file took this path, or the file shrank: start again from the beginning."""
         return (self.inode is not None and self.inode != stat.st_ino) or stat.st_size < self.offset
 
+    def unfinish(self) -> None:
+        """Mark a read that stopped before the end of the file: the next run goes on from ``offset``.
+
+        No file has a negative size, so :meth:`unchanged` is False next time even if the file
+        stays exactly as it is, while :meth:`replaced` still compares inode and offset.
+        """
+        self.size = -1
+
 
 @dataclass
 class Batch:
@@ -98,6 +119,8 @@ class Batch:
     cursor: Cursor
     skipped: Counter[str] = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)
+    # The deadline ended the read at a line boundary, as if the file ended there (see limits).
+    stopped: bool = False
 
     def skip(self, reason: str, where: str) -> None:
         self.skipped[reason] += 1
@@ -129,13 +152,18 @@ def complete_lines(path: Path, offset: int, batch: Batch, first_line: int = 0) -
     ``first_line`` is the number of lines before ``offset`` (keep it in the cursor's
     state), so that line numbers stay those of the file. A last line without its newline
     is being written right now: it is left for the next run (the cursor stops before
-    it). Huge lines are skipped and counted.
+    it). Huge lines are skipped and counted. Once the run's deadline has passed, the lines
+    end where they are, as if the file ended there, and ``batch.stopped`` says so.
     """
-    with path.open("rb") as fh:
+    deadline = limits.current()
+    with files.open_binary(path) as fh:
         fh.seek(offset)
         lineno = first_line
         position = offset
         while True:
+            if deadline is not None and deadline.passed():
+                batch.stopped = True
+                return
             raw = fh.readline(MAX_LINE_BYTES + 1)
             if not raw:
                 return
@@ -187,7 +215,7 @@ def json_document(path: Path, size: int, batch: Batch, *, not_ours: str) -> dict
     if size > MAX_JSON_BYTES:
         batch.skip("file too large", where)
         return None
-    text = decode(path.read_bytes(), batch, where)
+    text = decode(files.read_bytes(path), batch, where)
     if text is None:
         return None
     return _json_object(text, batch, where, not_object=not_ours)
@@ -210,7 +238,7 @@ def optional_json(path: Path) -> Any:
     # RecursionError (JSON nested thousands deep) is let through, as the importers that read such
     # files have always done.
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
+        return json.loads(files.read_bytes(path).decode("utf-8"))
     except (OSError, ValueError):
         return None
 
@@ -222,7 +250,26 @@ def drop_tagged(text: str, *tags: str) -> str:
     return text.strip()
 
 
+def clip(text: str, limit: int, *, tail: str = " …", tidy: bool = True) -> str:
+    """``text`` redacted, then cut to ``limit`` characters with ``tail`` after a cut.
+
+    Redacting first matters: a JWT or key cut in half no longer matches its pattern, and the
+    half that was kept would be stored as it is. ``tidy`` drops the white space a cut leaves.
+    """
+    if len(text) <= limit:
+        return redact.redact(text)[0]
+    line_end = text.find("\n", limit, limit + REDACT_MARGIN)
+    stop = line_end if line_end >= 0 else limit + REDACT_MARGIN
+    window = redact.redact(text[:stop])[0]
+    if len(window) <= limit and len(text) <= stop:
+        return window  # what was too long was a secret, now a short marker
+    # A marker the cut would split is kept whole: "[REDACTED:github-token] …", not "[REDACTED:git …".
+    markers = redact.MARKER_RE.finditer(window, max(0, limit - 40))
+    split = next((m for m in markers if m.start() < limit < m.end()), None)
+    head = window[: split.end() if split else limit]
+    return (head.rstrip() if tidy else head) + tail
+
+
 def excerpt(text: str, limit: int = TOOL_EXCERPT) -> str:
-    """Tool output cut to a bounded excerpt: its head, which is where errors usually say what went wrong."""
-    text = text.strip()
-    return text if len(text) <= limit else text[:limit].rstrip() + " …"
+    """Tool output cut to a bounded excerpt (redacted): its head, which is where errors usually say what went wrong."""
+    return clip(text.strip(), limit)

@@ -50,6 +50,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from engram_cli.ingest import files
 from engram_cli.ingest.base import (
     ASSISTANT,
     SHELL,
@@ -146,16 +147,13 @@ class ClaudeCodeImporter:
         """Session transcripts under ``$CLAUDE_CONFIG_DIR``, else ``~/.claude`` and ``~/.config/claude``."""
         configured = env.get("CLAUDE_CONFIG_DIR", "").strip()
         roots = [Path(configured).expanduser()] if configured else [home / ".claude", home / ".config" / "claude"]
-        found: dict[Path, Path] = {}
+        found: list[Path] = []
         for root in roots:
             projects = root / "projects"
-            if not projects.is_dir():
-                continue
-            for path in sorted(projects.glob("*/*.jsonl")):
-                if _is_transcript(path):
-                    # ~/.config/claude is often a link to ~/.claude: read each file once.
-                    found.setdefault(path.resolve(), path)
-        return sorted(found.values())
+            if projects.is_dir():
+                found += sorted(p for p in projects.glob("*/*.jsonl") if _is_transcript(p) and files.candidate(p))
+        # ~/.config/claude is often a link to ~/.claude: read each file once.
+        return sorted(files.unique(found))
 
     def files(self, path: Path) -> list[Path]:
         """``path`` itself when it is a transcript, else the transcripts under it."""
@@ -163,7 +161,7 @@ class ClaudeCodeImporter:
             return [path] if _is_transcript(path) else []
         if not path.is_dir():
             return []
-        return sorted(p for p in path.rglob("*.jsonl") if p.is_file() and _is_transcript(p))
+        return sorted(p for p in path.rglob("*.jsonl") if files.candidate(p) and _is_transcript(p))
 
     def read(self, path: Path, cursor: Cursor | None) -> Batch:
         """New messages of one transcript since ``cursor`` (the whole session after a rewind or a new file)."""

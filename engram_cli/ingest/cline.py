@@ -41,6 +41,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from engram_cli.ingest import files
 from engram_cli.ingest.base import (
     ASSISTANT,
     TOOL,
@@ -50,6 +51,7 @@ from engram_cli.ingest.base import (
     Importer,
     Message,
     Session,
+    clip,
     drop_tagged,
     excerpt,
     optional_json,
@@ -127,7 +129,7 @@ def _title(text: str | None) -> str | None:
     for line in (text or "").splitlines():
         line = line.strip().lstrip("#").strip()
         if line:
-            return line if len(line) <= TITLE_CHARS else line[:TITLE_CHARS].rstrip() + " …"
+            return clip(line, TITLE_CHARS)
     return None
 
 
@@ -329,7 +331,7 @@ class _Conversation:
 
 def _load(path: Path, batch: Batch) -> Any:
     """The JSON document in ``path``; None (counted) when it is not one, e.g. caught mid-rewrite."""
-    raw = path.read_bytes()
+    raw = files.read_bytes(path)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -425,7 +427,7 @@ def _editor_user_dirs(env: Mapping[str, str], home: Path) -> list[Path]:
 
 
 def _task_files(tasks: Path) -> list[Path]:
-    return sorted(p for p in tasks.glob(f"*/{API_FILE}") if p.is_file()) if tasks.is_dir() else []
+    return files.glob(tasks, f"*/{API_FILE}") if tasks.is_dir() else []
 
 
 @dataclass
@@ -444,7 +446,7 @@ class TaskImporter:
             storage = user / "globalStorage"
             if storage.is_dir():
                 # Directory names are lower case on disk but compare case-insensitively on macOS/Windows.
-                for ext in sorted(storage.iterdir()):
+                for ext in files.children(storage):
                     if ext.name.lower() == self.extension:
                         found += _task_files(ext / "tasks")
         if self.cline_home:
@@ -453,21 +455,22 @@ class TaskImporter:
             found += _task_files(data / "tasks")
             sessions = Path(env["CLINE_SESSION_DATA_DIR"]) if env.get("CLINE_SESSION_DATA_DIR") else data / "sessions"
             if sessions.is_dir():
-                found += sorted(p for p in sessions.glob(f"*/*{SDK_SUFFIX}") if p.name == p.parent.name + SDK_SUFFIX)
-        unique: dict[Path, None] = {}
-        for path in found:
-            unique.setdefault(path.resolve(), None)
-        return list(unique)
+                found += sorted(
+                    p
+                    for p in sessions.glob(f"*/*{SDK_SUFFIX}")
+                    if p.name == p.parent.name + SDK_SUFFIX and files.candidate(p)
+                )
+        return files.unique(found, resolved=True)
 
     def files(self, path: Path) -> list[Path]:
         if path.is_file():
             return [path] if self._ours(path) else []
-        if (path / API_FILE).is_file():
+        if files.candidate(path / API_FILE):
             return [path / API_FILE]
-        found = sorted(path.rglob(API_FILE))
+        found = files.glob(path, f"**/{API_FILE}")
         if self.cline_home:
-            found += sorted(path.rglob(f"*{SDK_SUFFIX}"))
-        return [p for p in found if p.is_file()]
+            found += files.glob(path, f"**/*{SDK_SUFFIX}")
+        return found
 
     def _ours(self, path: Path) -> bool:
         return path.name == API_FILE or (self.cline_home and path.name.endswith(SDK_SUFFIX))

@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePath
 from typing import Any
 
+from engram_cli.ingest import files
 from engram_cli.ingest.base import (
     ASSISTANT,
     TOOL,
@@ -135,7 +136,7 @@ class CodexImporter:
 
 
 def _rollouts(root: Path) -> list[Path]:
-    found = [p for p in root.rglob("rollout-*") if p.is_file() and _is_session_file(p)]
+    found = [p for p in root.rglob("rollout-*") if files.candidate(p) and _is_session_file(p)]
     plain = {p for p in found if not p.name.endswith(".zst")}
     # A compressed rollout whose plain copy is still there is the same session: read the plain one.
     return [p for p in found if not p.name.endswith(".zst") or p.with_suffix("") not in plain]

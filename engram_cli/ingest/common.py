@@ -17,7 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, unquote, urlparse
 
-from engram_cli.ingest.base import Cursor, Message
+from engram_cli import redact
+from engram_cli.ingest import files
+from engram_cli.ingest.base import Cursor, Message, clip
+from engram_cli.text import clean
 from engram_cli.timeutil import to_iso
 
 if TYPE_CHECKING:
@@ -91,6 +94,9 @@ def render_input(
     one space; ``tidy_cut`` drops the white space a cut leaves before the `` …``. The importers
     were written with different choices for these and for ``limit`` and ``separator``, and the
     text is stored as the message, so each passes its own. The result is not excerpted.
+
+    Values are redacted before they are cut (see :func:`~engram_cli.ingest.base.clip`), and a
+    value under a key that names a secret (``password``, ``api_key`` …) is redacted whole.
     """
     if arguments is None:
         return ""
@@ -100,15 +106,19 @@ def render_input(
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
         if fold_space:
             text = " ".join(text.split())
-        if len(text) > limit:
-            text = (text[:limit].rstrip() if tidy_cut else text[:limit]) + " …"
-        parts.append(f"{key}={text}")
+        named, _ = redact.redact_data({str(key): text})
+        parts.append(f"{key}={clip(named[str(key)], limit, tidy=tidy_cut)}")
     return separator.join(parts)
 
 
 def clip_command(command: str) -> str:
-    """A shell command cut to COMMAND_LIMIT characters, with `` …`` when it was longer."""
-    return command if len(command) <= COMMAND_LIMIT else command[:COMMAND_LIMIT] + " …"
+    """A shell command, redacted, then cut to COMMAND_LIMIT characters, with `` …`` when it was longer."""
+    return clip(command, COMMAND_LIMIT, tidy=False)
+
+
+def utf8(text: str) -> bytes:
+    """``text`` as UTF-8 for hashing: a lone surrogate (JSON can escape one) is U+FFFD, never an error."""
+    return clean(text).encode("utf-8")
 
 
 def loose_json(value: object, *, keep_too_deep: bool = True) -> Any:
@@ -138,16 +148,14 @@ def loose_json(value: object, *, keep_too_deep: bool = True) -> Any:
 
 def lines_digest(lines: Sequence[str]) -> str:
     """SHA-256 of items as canonical JSON texts, one a line (Codex and Copilot CLI whole-file sessions)."""
-    return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+    return hashlib.sha256(utf8("\n".join(lines))).hexdigest()
 
 
 def chain_digest(messages: Iterable[Message]) -> str:
     """A short chained SHA-1 of messages as read (Cursor and Continue)."""
     digest = hashlib.sha1()
     for m in messages:
-        digest.update(
-            "\x1f".join([m.id or "", m.role, m.text, m.tool or "", m.command or "", str(m.is_error)]).encode()
-        )
+        digest.update(utf8("\x1f".join([m.id or "", m.role, m.text, m.tool or "", m.command or "", str(m.is_error)])))
         digest.update(b"\x1e")
     return digest.hexdigest()[:16]
 
@@ -155,7 +163,7 @@ def chain_digest(messages: Iterable[Message]) -> str:
 def messages_digest(messages: Iterable[Message]) -> str:
     """SHA-256 of messages as read, as JSON rows (Cline, Roo Code and OpenCode)."""
     rows = [[m.id, m.role, m.text, m.tool, m.command, m.is_error] for m in messages]
-    return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
+    return hashlib.sha256(utf8(json.dumps(rows, ensure_ascii=False))).hexdigest()
 
 
 def prefix_unchanged(items: Sequence[T], count: int, mark: object, digest: Callable[[Sequence[T]], str]) -> bool:
@@ -217,7 +225,13 @@ def uri_path(uri: str, *, drive_letters: bool = True) -> str | None:
 
 
 def open_read_only(path: Path) -> apsw.Connection:
-    """The SQLite database at ``path``, opened read-only: the tool that owns it may be writing it now."""
+    """The SQLite database at ``path``, opened read-only: the tool that owns it may be writing it now.
+
+    Only a regular file is opened (SQLite itself would wait on a FIFO): anything else raises
+    ``apsw.CantOpenError``, which the callers already treat as an unreadable database.
+    """
     import apsw  # only the importers of SQLite stores need it
 
+    if (kind := files.irregular(path)) is not None:
+        raise apsw.CantOpenError(f"{path} is {kind}, not a database file")
     return apsw.Connection(f"file:{quote(str(path))}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from engram_cli.ingest import files
 from engram_cli.ingest.base import (
     ASSISTANT,
     TOOL,
@@ -72,7 +73,7 @@ class ContinueImporter:
             return []
         # Only files in a `sessions` directory: ~/.continue also holds config.json and friends.
         return sorted(
-            p for p in path.rglob("*.json") if p.parent.name == "sessions" and p.name != INDEX and p.is_file()
+            p for p in path.rglob("*.json") if p.parent.name == "sessions" and p.name != INDEX and files.candidate(p)
         )
 
     def read(self, path: Path, cursor: Cursor | None) -> Batch:
@@ -128,7 +129,7 @@ IMPORTER = ContinueImporter()
 
 
 def _document(path: Path, batch: Batch) -> dict[str, Any] | None:
-    text = decode(path.read_bytes(), batch, str(path))
+    text = decode(files.read_bytes(path), batch, str(path))
     if text is None:
         return None
     try:

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from engram_cli.ingest import files
 from engram_cli.ingest.base import (
     ASSISTANT,
     TOOL,
@@ -83,11 +84,7 @@ class CopilotCliImporter:
         xdg = env.get("XDG_CONFIG_HOME", "").strip()
         if xdg:
             roots.append(Path(xdg).expanduser() / ".copilot")
-        found: dict[Path, Path] = {}
-        for root in roots:
-            for path in _sessions(root):
-                found.setdefault(path.resolve(), path)
-        return sorted(found.values())
+        return sorted(files.unique(path for root in roots for path in _sessions(root)))
 
     def files(self, path: Path) -> list[Path]:
         """``path`` itself when it is a session file, else the session files under it."""
@@ -98,7 +95,7 @@ class CopilotCliImporter:
         found = set(_sessions(path))
         for candidate in path.rglob("*.json*"):
             parent = candidate.parent.name
-            if candidate.is_file() and (
+            if files.candidate(candidate) and (
                 candidate.name == "events.jsonl"
                 or (candidate.suffix == ".jsonl" and parent == "session-state")
                 or (candidate.suffix == ".json" and parent == "history-session-state")
@@ -125,11 +122,11 @@ def _sessions(root: Path) -> list[Path]:
     found: list[Path] = []
     state = root / "session-state"
     if state.is_dir():
-        found.extend(p for p in state.glob("*/events.jsonl") if p.is_file())
-        found.extend(p for p in state.glob("*.jsonl") if p.is_file())
+        found.extend(files.glob(state, "*/events.jsonl"))
+        found.extend(files.glob(state, "*.jsonl"))
     legacy = root / "history-session-state"
     if legacy.is_dir():
-        found.extend(p for p in legacy.glob("*.json") if p.is_file())
+        found.extend(files.glob(legacy, "*.json"))
     return sorted(found)
 
 

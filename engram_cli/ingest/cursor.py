@@ -39,6 +39,7 @@ from typing import Any
 
 import apsw
 
+from engram_cli.ingest import files
 from engram_cli.ingest.base import (
     ASSISTANT,
     TOOL,
@@ -61,6 +62,7 @@ from engram_cli.ingest.common import (
     render_input,
     since_last_read,
     uri_path,
+    utf8,
 )
 
 _CHATDATA = "workbench.panel.aichat.view.aichat.chatdata"
@@ -83,11 +85,11 @@ class CursorImporter:
         found: list[Path] = []
         for user_dir in _user_dirs(env, home):
             global_db = user_dir / "globalStorage" / "state.vscdb"
-            if global_db.is_file():
+            if files.candidate(global_db):
                 found.append(global_db)
             workspaces = user_dir / "workspaceStorage"
             if workspaces.is_dir():
-                found.extend(sorted(workspaces.glob("*/state.vscdb")))
+                found.extend(files.glob(workspaces, "*/state.vscdb"))
         return found
 
     def files(self, path: Path) -> list[Path]:
@@ -314,7 +316,7 @@ class _Reader:
             if not text or text in typed:
                 continue  # already part of a chat above
             # The list has no ids or times and may lose old entries: the text itself names a prompt.
-            digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
+            digest = hashlib.sha1(utf8(text)).hexdigest()[:12]
             repeats[digest] = repeats.get(digest, 0) + 1
             suffix = f"-{repeats[digest]}" if repeats[digest] > 1 else ""
             messages.append(Message(USER, text, id=f"prompt-{digest}{suffix}"))

@@ -37,7 +37,7 @@ from typing import Any
 
 from engram_cli.errors import InvalidInput
 from engram_cli.ingest.base import ASSISTANT, SHELL, TOOL, USER, Message, Session
-from engram_cli.text import STOPWORDS, content_hash, script_of
+from engram_cli.text import STOPWORDS, clean, content_hash, script_of
 from engram_cli.timeutil import parse_time
 
 
@@ -508,7 +508,10 @@ _READONLY = _words(
     history man date whoami id uname hostname diff cmp jq bat nl od xxd"""
 )
 _READONLY_GIT = _words("status log diff show blame remote rev-parse ls-files grep describe reflog shortlog")
-_SUBCOMMAND = re.compile(r"^[A-Za-z][\w:-]*$")
+# A subcommand or script name as a memory may show it. No ":" (``admin:PASS`` is how credentials are
+# passed), no "=", "/" or "@": what a signature names must never be an argument's value.
+_SUBCOMMAND = re.compile(r"^[A-Za-z][\w-]*$")
+_SCRIPT = re.compile(r"^\w[\w:.+-]*$")  # script names: manage.py, npm's test:unit
 
 
 def _tokens(command: str) -> list[str]:
@@ -554,6 +557,25 @@ def _program(word: str) -> str:
     return "pytest" if name == "py.test" else name
 
 
+def _subcommand(args: list[str]) -> str:
+    """The subcommand in a program's arguments: the first word that is neither an option nor may be one's value.
+
+    The word after an option without ``=`` can be that option's value (``curl -u admin:PASS``,
+    ``mysql -u root``, ``kubectl -n prod get``), and a value can be a credential: it is never
+    taken, at the price of missing the subcommand after a flag that takes none (``git --no-pager log``).
+    """
+    after_option = False
+    for arg in args:
+        if arg.startswith("-"):
+            after_option = "=" not in arg
+            continue
+        if after_option:
+            after_option = False
+            continue
+        return arg if _SUBCOMMAND.match(arg) else ""
+    return ""
+
+
 def _segment_signature(words: list[str], depth: int) -> Signature | None:
     i = 0
     while i < len(words) and (re.match(r"^[A-Za-z_]\w*=", words[i]) or _program(words[i]) in _WRAPPERS):
@@ -584,9 +606,10 @@ def _segment_signature(words: list[str], depth: int) -> Signature | None:
         if nonopt[:1] in (["exec"], ["dlx"]) and len(nonopt) > 1:
             return _segment_signature(args[args.index(nonopt[1]) :], depth)
         sub = {"t": "test", "tst": "test", "run-script": "run"}.get(nonopt[0], nonopt[0]) if nonopt else ""
-        if sub == "run" and len(nonopt) > 1:
+        if sub == "run" and len(nonopt) > 1 and _SCRIPT.match(nonopt[1]):
             script = nonopt[1]
             return Signature(f"{prog} {script}", f"{prog} run {script}", False, "test" in script)
+        sub = sub if _SUBCOMMAND.match(sub) else ""
         key = f"{prog} {sub}".strip()
         return Signature(key, key, False, sub == "test")
     if prog in _INTERPRETERS and args[:1] in (["-c"], ["-e"]):
@@ -595,22 +618,17 @@ def _segment_signature(words: list[str], depth: int) -> Signature | None:
         # `python manage.py migrate` and `python app.py` are different commands: the script (and its
         # subcommand) is part of what ran.
         script = re.split(r"[/\\]", nonopt[0])[-1]
-        sub = nonopt[1] if len(nonopt) > 1 and _SUBCOMMAND.match(nonopt[1]) else ""
+        if not _SCRIPT.match(script):
+            return Signature(prog, prog, False, False)
+        sub = _subcommand(args[args.index(nonopt[0]) + 1 :])
         key = f"{prog} {script} {sub}".strip()
         return Signature(key, key, False, "test" in (sub, script.split(".")[0]))
     if prog in _PATH_RUNNERS:
         return Signature(prog, prog, False, prog in _TEST_PROGRAMS)
-    sub = ""
-    j = 0
-    while j < len(args):
-        arg = args[j]
-        if prog == "git" and arg in ("-C", "-c"):
-            j += 2
-            continue
-        if not arg.startswith("-"):
-            sub = arg if _SUBCOMMAND.match(arg) else ""
-            break
-        j += 1
+    rest = args
+    while prog == "git" and len(rest) >= 2 and rest[0] in ("-C", "-c"):
+        rest = rest[2:]  # git's own options with a value: `git -C repo commit` is a commit
+    sub = _subcommand(rest)
     key = f"{prog} {sub}".strip()
     readonly = (
         prog in _READONLY
@@ -1014,7 +1032,7 @@ def _message_id(message: Message) -> str:
     """The message's id; for formats without one, a hash of what it says (the same on every re-read)."""
     if message.id:
         return message.id
-    digest = hashlib.sha1(f"{message.role}\0{message.at}\0{message.text}".encode(), usedforsecurity=False)
+    digest = hashlib.sha1(clean(f"{message.role}\0{message.at}\0{message.text}").encode(), usedforsecurity=False)
     return "h" + digest.hexdigest()[:16]
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engram_cli.ingest import files
 from engram_cli.ingest.base import (
     ASSISTANT,
     TOOL,
@@ -41,7 +42,7 @@ from engram_cli.ingest.base import (
     excerpt,
     optional_json,
 )
-from engram_cli.ingest.common import iso_to_utc, render_input
+from engram_cli.ingest.common import iso_to_utc, render_input, utf8
 
 # Tools whose input is a shell command: the command is what a reader wants to see.
 _SHELL_TOOLS = frozenset({"run_shell_command", "run_command", "shell", "bash", "execute_command"})
@@ -72,7 +73,11 @@ class GeminiImporter:
             return [path] if path.suffix in (".json", ".jsonl") else []
         if not path.is_dir():
             return []
-        found = sorted(p for p in path.rglob("session-*.json*") if p.suffix in (".json", ".jsonl") and _in_chats(p))
+        found = sorted(
+            p
+            for p in path.rglob("session-*.json*")
+            if p.suffix in (".json", ".jsonl") and _in_chats(p) and files.candidate(p)
+        )
         migrated = {p.with_suffix("") for p in found if p.suffix == ".jsonl"}
         return [p for p in found if not (p.suffix == ".json" and p.with_suffix("") in migrated)]
 
@@ -249,7 +254,7 @@ def _user_text(rec: _Record) -> str:
 def _fingerprint(message: Message) -> str:
     """Short hash of what a message says, to notice a message that changed after it was returned."""
     key = "\x1f".join([message.role, message.text, message.tool or "", message.command or "", str(message.is_error)])
-    return hashlib.sha1(key.encode("utf-8")).hexdigest()[:12]
+    return hashlib.sha1(utf8(key)).hexdigest()[:12]
 
 
 # --- files -----------------------------------------------------------------------------------
@@ -387,8 +392,7 @@ def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
 def _read_json(path: Path, cursor: Cursor | None, fresh: Cursor) -> Batch:
     """A whole-document session (rewritten on every change): return what was not returned before."""
     batch = Batch([], fresh)
-    data = path.read_bytes()
-    text = decode(data, batch, str(path))
+    text = decode(files.read_bytes(path), batch, str(path))
     doc: Any = None
     if text is not None:
         try:
@@ -456,7 +460,7 @@ def _project(path: Path, project_hash: Any) -> str | None:
     project_dir = chats.parent
     marker = project_dir / ".project_root"
     try:
-        root = marker.read_text(encoding="utf-8").strip()
+        root = files.read_bytes(marker).decode("utf-8").strip()
     except (OSError, UnicodeDecodeError):
         root = ""
     if root:
@@ -469,6 +473,6 @@ def _project(path: Path, project_hash: Any) -> str | None:
         return None
     wanted = {project_dir.name} | ({project_hash} if isinstance(project_hash, str) else set())
     for root, slug in projects.items():
-        if slug in wanted or hashlib.sha256(root.encode("utf-8")).hexdigest() in wanted:
+        if slug in wanted or hashlib.sha256(utf8(root)).hexdigest() in wanted:
             return str(root)
     return None

@@ -5,7 +5,13 @@ its cursor are committed together, so an ingest interrupted at any point and run
 ends exactly where one clean run would. Every extracted item is recorded with a key
 stable across re-reads (``ingest_items``), so reading a log twice never stores a
 memory twice; the episode of a session still being written is rewritten in place as
-the session grows. Secrets are redacted before anything reaches the database.
+the session grows. Secrets are redacted before anything reaches the database: each
+batch is scrubbed (:mod:`engram_cli.ingest.scrub`) before extraction, and the digest
+once more before it is saved.
+
+One file's trouble is that file's: a FIFO or broken link where a log should be is
+skipped with a note, and an exception while reading, extracting or writing one file
+is reported as its error (the file is read again next time) while the others go on.
 """
 
 from __future__ import annotations
@@ -15,8 +21,6 @@ import logging
 import os
 import shlex
 import subprocess
-import time
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,9 +31,11 @@ import numpy as np
 from engram_cli import redact
 from engram_cli import text as textmod
 from engram_cli.errors import EngramError, InvalidInput, NotFound, UsageError
-from engram_cli.ingest import SOURCES, importer
+from engram_cli.ingest import SOURCES, files, importer, limits
 from engram_cli.ingest.base import Batch, Cursor, Importer, Session
 from engram_cli.ingest.extract import Item, extract
+from engram_cli.ingest.report import IngestReport, Planned, SourceReport
+from engram_cli.ingest.scrub import clean_data, scrub
 from engram_cli.memory import records, remember
 from engram_cli.memory.model import MEMORY_TYPES
 from engram_cli.project import project_namespace
@@ -45,86 +51,9 @@ Progress = Callable[[int, int], None]
 # Items written per add_many batch inside a file's transaction.
 WRITE_BATCH = 64
 EXTRACT_TIMEOUT_S = 120.0
-
-
-# -- reports -----------------------------------------------------------------------------
-
-
-@dataclass
-class Planned:
-    """One memory the loader would store (dry run) or stored."""
-
-    source: str
-    session: str
-    key: str
-    namespace: str
-    type: str
-    importance: float
-    content: str
-    action: str = "new"  # new | updated | unchanged | created | merged | duplicate
-    memory_id: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "session": self.session,
-            "key": self.key,
-            "namespace": self.namespace,
-            "type": self.type,
-            "importance": self.importance,
-            "content": self.content,
-            "action": self.action,
-            "memory_id": self.memory_id,
-        }
-
-
-@dataclass
-class SourceReport:
-    name: str
-    files: int = 0
-    changed: int = 0
-    sessions: int = 0
-    memories: list[Planned] = field(default_factory=list)
-    redacted: Counter[str] = field(default_factory=Counter)
-    skipped: Counter[str] = field(default_factory=Counter)
-    notes: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-    def count(self, *actions: str) -> int:
-        return sum(1 for m in self.memories if m.action in actions)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "source": self.name,
-            "files": self.files,
-            "changed_files": self.changed,
-            "sessions": self.sessions,
-            "created": self.count("created", "new"),
-            "merged": self.count("merged", "duplicate"),
-            "updated": self.count("updated"),
-            "redacted": dict(self.redacted),
-            "skipped": dict(self.skipped),
-            "errors": self.errors,
-            "memories": [m.to_dict() for m in self.memories if m.action != "unchanged"],
-        }
-
-
-@dataclass
-class IngestReport:
-    dry_run: bool
-    sources: list[SourceReport] = field(default_factory=list)
-    stopped_early: bool = False  # --max-seconds ran out; the next run continues
-
-    @property
-    def errors(self) -> list[str]:
-        return [f"{s.name}: {e}" for s in self.sources for e in s.errors]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "dry_run": self.dry_run,
-            "stopped_early": self.stopped_early,
-            "sources": [s.to_dict() for s in self.sources],
-        }
+# How long past --max-seconds a file may still be read before it is abandoned (see limits.hard_stop).
+HARD_STOP_GRACE_S = 10.0
+NOT_REGULAR = "not a regular file"
 
 
 # -- where memories go ---------------------------------------------------------------------
@@ -193,11 +122,14 @@ def load_digest(store: Store, source: str, key: str) -> dict[str, Any]:
 
 
 def save_digest(store: Store, source: str, session: Session, namespace: str, digest: dict[str, Any]) -> None:
+    # The digest is drawn from redacted messages already; it is redacted again because it keeps
+    # text (the first prompt, failing command lines) for as long as the session lives.
+    safe, _ = redact.redact_data(clean_data(digest))
     store.execute(
         "INSERT INTO ingest_sessions (source, session_key, path, namespace, digest, updated_at) "
         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source, session_key) DO UPDATE SET path = excluded.path, "
         "namespace = excluded.namespace, digest = excluded.digest, updated_at = excluded.updated_at",
-        (source, session.key, session.path, namespace, records.dumps(digest), iso_now()),
+        (source, session.key, session.path, namespace, records.dumps(safe), iso_now()),
     )
 
 
@@ -270,6 +202,7 @@ def run_extract_command(command: str, session: Session, digest: dict[str, Any]) 
             raise InvalidInput(f"extract.command output line {lineno} is not JSON: {exc.msg}") from exc
         if not isinstance(record, dict):
             raise InvalidInput(f"extract.command output line {lineno} is not an object")
+        record = clean_data(record)  # JSON escapes can spell a lone surrogate
         record.setdefault("key", f"command:{lineno}:{textmod.content_hash(str(record.get('content')))[:12]}")
         items.append(_record_item(record, lineno))
     return items
@@ -296,52 +229,77 @@ class Loader:
         namespace: str | None,
         extract_command: str,
         progress: Progress | None,
-        deadline: float | None,
+        deadline: limits.Deadline | None,
     ) -> None:
         self.engram = engram
         self.store = engram.store
         self.dry_run = dry_run
         self.namespaces = Namespaces(str(engram.config.get("namespace")), namespace)
         self.extract_command = extract_command
+        self.contact = bool(engram.config.get("redact.contact_details"))
         self.progress = progress or (lambda done, total: None)
         self.deadline = deadline
         self.stopped_early = False
+        self.abandoned: list[str] = []
         self._writer: remember.Writer | None = None
 
     # reading and extracting (no database writes)
 
     def plan_file(self, imp: Importer, path: Path, report: SourceReport) -> _FilePlan | None:
-        key = str(path)
+        key = textmod.clean(str(path))
+        kind = files.irregular(path)
+        if kind is not None:
+            # Never opened: a FIFO would block the run (and the lock) for good, a loop would raise.
+            report.skip(NOT_REGULAR, f"{key}: {kind}, not read")
+            return None
         cursor = load_cursor(self.store, key)
         try:
             stat = path.stat()
         except OSError as exc:
-            report.errors.append(f"{path}: {exc.strerror or exc}")
+            report.error(f"{key}: {exc.strerror or exc}")
             return None
         if cursor is not None and cursor.unchanged(stat):
             return None
         try:
-            batch = imp.read(path, cursor)
+            with limits.reading_until(self.deadline):
+                batch = imp.read(path, cursor)
+        except files.NotRegularFile as exc:
+            report.skip(NOT_REGULAR, f"{key}: {exc.strerror}, not read")  # swapped for one since the check
+            return None
         except OSError as exc:
-            report.errors.append(f"{path}: cannot read: {exc.strerror or exc}")
+            report.error(f"{key}: cannot read: {exc.strerror or exc}")
             return None
         except RecursionError:
             # JSON nested deeper than Python's parser goes is not a log anyone wrote: skip the file as it
             # is now (counted), and read it again only when it changes.
-            report.skipped["too deeply nested JSON"] += 1
-            report.notes.append(f"{path}: too deeply nested JSON")
+            report.skip("too deeply nested JSON", f"{key}: too deeply nested JSON")
             at_end = Cursor(path=key, inode=stat.st_ino, size=stat.st_size, mtime_ns=stat.st_mtime_ns)
             at_end.offset = stat.st_size
             return _FilePlan(key, Batch([], at_end), [])
         except Exception as exc:  # one importer's bug must not stop the other files
-            log.exception("importer %s failed on %s", imp.name, path)
-            report.errors.append(f"{path}: the {imp.name} importer failed ({type(exc).__name__}: {exc})")
+            log.exception("importer %s failed on %s", imp.name, key)
+            report.error(f"{key}: the {imp.name} importer failed ({_exception(exc)})")
             return None
+        report.redacted.update(scrub(batch, contact=self.contact))
+        if batch.stopped:
+            # The deadline ended the read inside the file: keep what was read, go on from there next time.
+            batch.cursor.unfinish()
+            self.stopped_early = True
         if batch.sessions:
             # A SQLite store is read on every run (its -wal may have changed); it only counts when it had news.
             report.changed += 1
         report.skipped.update(batch.skipped)
         report.notes.extend(batch.notes)
+        try:
+            return self._extract(imp, key, batch, report)
+        except InvalidInput as exc:
+            report.error(f"{key} {exc.message}")
+        except Exception as exc:  # a bug in the rules must not stop the other files either
+            log.exception("extracting memories from %s failed", key)
+            report.error(f"{key}: extracting memories failed ({_exception(exc)})")
+        return None  # the cursor stays: the file is read again once the problem is fixed
+
+    def _extract(self, imp: Importer, key: str, batch: Batch, report: SourceReport) -> _FilePlan:
         planned: list[tuple[Session, str, list[Item], dict[str, Any]]] = []
         extras: dict[tuple[str, str], dict[str, Any]] = {}
         for session in batch.sessions:
@@ -359,10 +317,11 @@ class Loader:
                 else:
                     items, digest = extract(session, digest)
             except InvalidInput as exc:
-                report.errors.append(f"{path} session {session.key}: {exc.message}")
-                return None  # the cursor stays: the file is read again once the problem is fixed
+                raise InvalidInput(f"session {session.key}: {exc.message}") from exc
             for item in items:
-                item.content, found = redact.redact(item.content)
+                # Drawn from redacted text already; an extract.command may still print anything.
+                item.content, found = redact.redact(textmod.clean(item.content), contact=self.contact)
+                item.key = redact.redact(textmod.clean(item.key), contact=self.contact)[0]
                 report.redacted.update(f.kind for f in found)
             planned.append((session, namespace, [i for i in items if i.content.strip()], digest))
             report.sessions += 1
@@ -481,28 +440,60 @@ class Loader:
             planned.action = "unchanged"
         self._remember_item(source, planned.session, item, memory_id, at)
 
-    def run_source(self, imp: Importer, files: Sequence[Path], report: SourceReport) -> None:
-        report.files = len(files)
-        for done, path in enumerate(files):
-            if self.deadline is not None and time.monotonic() > self.deadline:
+    def run_source(self, imp: Importer, paths: Sequence[Path], report: SourceReport) -> None:
+        report.files = len(paths)
+        for done, path in enumerate(paths):
+            if self.deadline is not None and self.deadline.passed():
                 self.stopped_early = True
                 return
-            self.progress(done, len(files))
-            plan = self.plan_file(imp, path, report)
-            if plan is None:
-                continue
-            try:
-                self.write_file(imp, plan, report)
-            except EngramError as exc:
-                report.errors.append(f"{path}: {exc.message}")
-        self.progress(len(files), len(files))
+            self.progress(done, len(paths))
+            plan = self._plan_in_time(imp, path, report)
+            if self.abandoned:
+                return
+            if plan is not None:
+                self._write_or_report(imp, plan, report)
+        self.progress(len(paths), len(paths))
+
+    def _plan_in_time(self, imp: Importer, path: Path, report: SourceReport) -> _FilePlan | None:
+        """``plan_file``, given up (nothing written, the run ends) if it runs far past the deadline."""
+        budget = None if self.deadline is None else self.deadline.left() + HARD_STOP_GRACE_S
+        try:
+            with limits.hard_stop(budget):
+                return self.plan_file(imp, path, report)
+        except limits.Abandoned:
+            where = textmod.clean(str(path))
+            self.abandoned.append(where)
+            self.stopped_early = True
+            report.notes.append(f"{where}: still being read {HARD_STOP_GRACE_S:.0f} s after --max-seconds; "
+                                "left for the next run")  # fmt: skip
+            return None
+
+    def _write_or_report(self, imp: Importer, plan: _FilePlan, report: SourceReport) -> None:
+        """``write_file``; any failure is this file's error (its transaction rolled back, read again next run)."""
+        before = len(report.memories)
+        try:
+            self.write_file(imp, plan, report)
+        except EngramError as exc:
+            del report.memories[before:]
+            report.error(f"{plan.path}: {exc.message}")
+        except Exception as exc:
+            del report.memories[before:]
+            log.exception("writing what was read from %s failed", plan.path)
+            report.error(f"{plan.path}: could not be written ({_exception(exc)})")
+
+
+def _exception(exc: BaseException) -> str:
+    """An exception for a message: its type and text, which may quote the input, so redacted."""
+    return redact.redact(textmod.clean(f"{type(exc).__name__}: {exc}"))[0]
 
 
 def _files(imp: Importer, path: Path | None, env: Mapping[str, str], home: Path) -> list[Path]:
     if path is None:
         return sorted(set(imp.locate(env, home)))
-    if not path.exists():
+    if not os.path.lexists(path):
         raise NotFound(f"{path} does not exist", hint="check the path given with --path")
+    if not path.is_dir() and files.irregular(path) is not None:
+        return [path]  # a FIFO, a loop …: reported as skipped, rather than as nothing found
     return sorted(set(imp.files(path)))
 
 
@@ -533,32 +524,64 @@ def run(
     env = dict(os.environ if env is None else env)
     home = home or Path.home()
     report = IngestReport(dry_run=dry_run)
-    deadline = None if max_seconds is None else time.monotonic() + max_seconds
+    deadline = None if max_seconds is None else limits.Deadline.after(max_seconds)
     loader = Loader(
         engram, dry_run=dry_run, namespace=namespace,
         extract_command=str(engram.config.get("extract.command")).strip(), progress=progress, deadline=deadline,
     )  # fmt: skip
+    looked: list[dict[str, str | None]] = []
     for name in source_names(source, path):
         imp = importer(name)
-        files = _files(imp, path, env, home)
-        if not files and source is None:
-            continue
         part = SourceReport(name)
+        try:
+            found = _files(imp, path, env, home)
+        except EngramError:
+            raise  # a --path that does not exist: the whole command is wrong, not one file
+        except Exception as exc:  # a listing that trips (a permission, a loop) costs this source, not the run
+            log.exception("listing the files of %s failed", name)
+            part.error(f"its files could not be listed ({_exception(exc)})")
+            report.sources.append(part)
+            continue
+        if not found:
+            where = None if path is None else textmod.clean(str(path))
+            looked.append({"source": name, "path": where, "reads": imp.description})
+            if source is None:
+                continue
         report.sources.append(part)
-        loader.run_source(imp, files, part)
+        loader.run_source(imp, found, part)
         if loader.stopped_early:
             report.stopped_early = True
             break
+    report.abandoned = loader.abandoned
+    if not any(s.files or s.errors for s in report.sources) and not report.stopped_early:
+        report.looked = looked
     return report
 
 
 @dataclass
 class FileState:
     path: str
-    state: str  # new | changed | unchanged | missing
+    state: str  # new | changed | unchanged | missing | skipped (not a regular file)
     size: int
     offset: int
     last_ingest: str | None
+
+
+def _file_state(engram: Engram, path: Path) -> FileState:
+    key = textmod.clean(str(path))
+    if files.irregular(path) is not None:
+        return FileState(key, "skipped", 0, 0, None)
+    row = engram.store.one(
+        "SELECT inode, size, mtime_ns, byte_offset, updated_at FROM ingest_cursors WHERE path = ?", (key,)
+    )
+    try:
+        st = path.stat()
+    except OSError:
+        return FileState(key, "missing", 0, 0, None)
+    if row is None:
+        return FileState(key, "new", st.st_size, 0, None)
+    same = row[0] == st.st_ino and row[1] == st.st_size and row[2] == st.st_mtime_ns
+    return FileState(key, "unchanged" if same else "changed", st.st_size, int(row[3]), row[4])
 
 
 def listing(engram: Engram, *, env: Mapping[str, str] | None = None, home: Path | None = None) -> list[dict[str, Any]]:
@@ -568,22 +591,12 @@ def listing(engram: Engram, *, env: Mapping[str, str] | None = None, home: Path 
     out: list[dict[str, Any]] = []
     for name in dict.fromkeys(SOURCES):
         imp = importer(name)
-        files = sorted(set(imp.locate(env, home)))
-        states: list[FileState] = []
-        for path in files:
-            row = engram.store.one(
-                "SELECT inode, size, mtime_ns, byte_offset, updated_at FROM ingest_cursors WHERE path = ?", (str(path),)
-            )
-            try:
-                st = path.stat()
-            except OSError:
-                states.append(FileState(str(path), "missing", 0, 0, None))
-                continue
-            if row is None:
-                states.append(FileState(str(path), "new", st.st_size, 0, None))
-                continue
-            same = row[0] == st.st_ino and row[1] == st.st_size and row[2] == st.st_mtime_ns
-            states.append(FileState(str(path), "unchanged" if same else "changed", st.st_size, int(row[3]), row[4]))
+        error = None
+        try:
+            states = [_file_state(engram, path) for path in sorted(set(imp.locate(env, home)))]
+        except Exception as exc:  # one source that cannot be listed still leaves the others to show
+            log.exception("listing the files of %s failed", name)
+            states, error = [], f"its files could not be listed ({_exception(exc)})"
         sessions = int(engram.store.scalar("SELECT count(*) FROM ingest_sessions WHERE source = ?", (name,)) or 0)
         items = int(engram.store.scalar("SELECT count(*) FROM ingest_items WHERE source = ?", (name,)) or 0)
         out.append(
@@ -594,11 +607,13 @@ def listing(engram: Engram, *, env: Mapping[str, str] | None = None, home: Path 
                 "files": len(states),
                 "new": sum(1 for s in states if s.state == "new"),
                 "changed": sum(1 for s in states if s.state == "changed"),
+                "skipped": sum(1 for s in states if s.state == "skipped"),
                 "pending_bytes": sum(max(0, s.size - s.offset) for s in states if s.state != "unchanged"),
                 "sessions_seen": sessions,
                 "memories": items,
                 "last_ingest": max((s.last_ingest for s in states if s.last_ingest), default=None),
                 "paths": [s.__dict__ for s in states],
+                "error": error,
             }
         )
     return out

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from engram_cli.errors import InvalidInput
-from engram_cli.ingest.base import Batch, Cursor, Importer, Session
+from engram_cli.ingest import files
+from engram_cli.ingest.base import Batch, Cursor, Importer, Session, clip
 from engram_cli.timeutil import parse_time, to_iso
 
 SUFFIXES = (".md", ".markdown", ".txt")
@@ -184,7 +185,7 @@ def _date(fields: Mapping[str, Any]) -> str | None:
 
 
 def _cut(text: str) -> str:
-    return text if len(text) <= MAX_RECORD_CHARS else text[:MAX_RECORD_CHARS].rstrip() + " …"
+    return clip(text, MAX_RECORD_CHARS)
 
 
 def records(text: str, rel: str, created_at: str) -> tuple[str | None, list[dict[str, Any]]]:
@@ -262,7 +263,7 @@ class NotesImporter:
                 p
                 for p in path.rglob("*")
                 if p.suffix.lower() in SUFFIXES
-                and p.is_file()
+                and files.candidate(p)
                 and not any(_skipped_dir(part) for part in p.relative_to(path).parts[:-1])
             )
             root = path
@@ -281,7 +282,7 @@ class NotesImporter:
         if st.st_size > MAX_NOTE_BYTES:
             batch.skip("huge file", where)
             return batch
-        raw = path.read_bytes()
+        raw = files.read_bytes(path)
         if b"\x00" in raw:
             batch.skip("binary data", where)
             return batch

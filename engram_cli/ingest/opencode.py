@@ -34,6 +34,7 @@ from typing import Any
 
 import apsw
 
+from engram_cli.ingest import files
 from engram_cli.ingest.base import (
     ASSISTANT,
     TOOL,
@@ -358,7 +359,7 @@ def _mtime(path: Path) -> int:
 
 def _read_json(path: Path, batch: Batch) -> dict[str, Any] | None:
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        data = json.loads(files.read_bytes(path).decode("utf-8"))
     except OSError:
         return None  # see _mtime
     except UnicodeDecodeError:
@@ -428,11 +429,11 @@ def _read_storage(name: str, path: Path, cursor: Cursor | None) -> Batch:
 
 def _databases(directory: Path) -> list[Path]:
     found = [directory / "opencode.db", *sorted(directory.glob("opencode-*.db"))]
-    return [p for p in found if p.is_file()]
+    return [p for p in found if files.candidate(p)]
 
 
 def _storage_sessions(storage: Path) -> list[Path]:
-    return sorted(p for p in (storage / "session").glob("*/*.json") if p.is_file())
+    return sorted(p for p in (storage / "session").glob("*/*.json") if files.candidate(p))
 
 
 def _is_storage_session(path: Path) -> bool:

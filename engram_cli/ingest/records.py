@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from engram_cli.errors import InvalidInput
+from engram_cli.ingest import files
 from engram_cli.ingest.base import Batch, Cursor, Importer, Session, complete_lines, decode
+from engram_cli.ingest.common import utf8
 from engram_cli.memory.model import MEMORY_TYPES
 from engram_cli.timeutil import parse_time
 
@@ -80,7 +82,7 @@ def record_key(obj: Mapping[str, Any]) -> str:
     if isinstance(ident, str | int) and not isinstance(ident, bool) and str(ident):
         return str(ident)
     canonical = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+    return hashlib.sha256(utf8(canonical)).hexdigest()[:32]
 
 
 @dataclass
@@ -95,7 +97,7 @@ class RecordsImporter:
     def files(self, path: Path) -> list[Path]:
         if path.is_file():
             return [path]
-        return sorted(p for p in path.glob("*.jsonl") if p.is_file())
+        return sorted(p for p in path.glob("*.jsonl") if files.candidate(p))
 
     def read(self, path: Path, cursor: Cursor | None) -> Batch:
         st = path.stat()

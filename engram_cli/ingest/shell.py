@@ -22,10 +22,12 @@ command without a timestamp goes to the day the file was last written, the close
 Shells append to these files, but also trim them to ``HISTFILESIZE``/``SAVEHIST`` lines and rewrite
 them (fish and zsh through a new file). The cursor keeps the byte offset plus a hash of the bytes
 just before it: when those bytes are still there the file only grew, and reading resumes at the
-offset. Otherwise the whole file is parsed again and only the entries after the watermark (the last
-command read and its timestamp) are returned; older entries are never returned twice, so sessions do
-not restart. Ids are ``L<n>``, n counting every entry ever read from the file, so that trimming the
-top of the file does not make two different commands share an id.
+offset. Otherwise the whole file is parsed again and only the entries after the watermark (a hash of
+the last command read, and its timestamp) are returned; older entries are never returned twice, so
+sessions do not restart. The watermark is a hash because the cursor is stored: a command line can
+carry a password (``mysql -pPASS``) that no pattern recognises. Ids are ``L<n>``, n counting every
+entry ever read from the file, so that trimming the top of the file does not make two different
+commands share an id.
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from engram_cli.ingest import files
 from engram_cli.ingest.base import SHELL, Batch, Cursor, Importer, Message, Session, complete_lines, decode
-from engram_cli.ingest.common import epoch_to_utc
+from engram_cli.ingest.common import epoch_to_utc, utf8
 
 BASH_STAMP = re.compile(r"#(\d{1,12})\s*")
 ZSH_EXTENDED = re.compile(r": *(\d{1,12}):(\d+);(.*)", re.DOTALL)
@@ -188,12 +191,17 @@ def parse_fish(lines: Lines, parsed: Parsed, batch: Batch, path: Path) -> None:
         parsed.entries.append(current)
 
 
+def _mark(command: str) -> str:
+    """What the cursor keeps of the last command read: enough to find it again, nothing to read back."""
+    return hashlib.sha256(utf8(command)).hexdigest()[:24]
+
+
 def _tail(path: Path, offset: int) -> str:
     """Hash of the bytes just before ``offset``: if they change, the file was rewritten, not appended to."""
     if offset <= 0:
         return ""
     start = max(0, offset - TAIL_BYTES)
-    with path.open("rb") as fh:
+    with files.open_binary(path) as fh:
         fh.seek(start)
         return hashlib.sha256(fh.read(offset - start)).hexdigest()
 
@@ -223,18 +231,14 @@ class ShellImporter:
             session = env.get("fish_history", "fish")
             if session:
                 candidates.append(data / "fish" / f"{session}_history")
-        unique: dict[Path, None] = {}
-        for path in candidates:
-            if path.is_file():
-                unique.setdefault(path.resolve(), None)
-        return list(unique)
+        return files.unique([p for p in candidates if files.candidate(p)], resolved=True)
 
     def files(self, path: Path) -> list[Path]:
         if path.is_file():
             return [path]
         names = {"bash": ("*bash_history*",), "zsh": ("*zsh_history*", ".zhistory", ".histfile")}
         patterns = names.get(self.name, ("[!.]*_history",))  # fish: <session>_history, never hidden
-        found = {p for pattern in patterns for p in path.glob(pattern) if p.is_file()}
+        found = {p for pattern in patterns for p in files.glob(path, pattern)}
         return sorted(found)
 
     def read(self, path: Path, cursor: Cursor | None) -> Batch:
@@ -268,7 +272,8 @@ class ShellImporter:
             session.started_at, session.updated_at = (min(times), max(times)) if times else (None, None)
         batch.sessions = list(sessions.values())
         if entries:
-            state.update(cmd=entries[-1].command, epoch=entries[-1].epoch)
+            state.pop("cmd", None)  # the raw command older versions kept
+            state.update(mark=_mark(entries[-1].command), epoch=entries[-1].epoch)
         state.update(lines=parsed.lines, n=count, tail=_tail(path, parsed.end))
         last_id, last_at = (cursor.last_id, cursor.last_at) if cursor is not None else (None, None)
         if entries:
@@ -289,11 +294,13 @@ class ShellImporter:
     @staticmethod
     def _after_watermark(entries: list[Entry], state: Mapping[str, object]) -> list[Entry]:
         """The entries of a trimmed or rewritten file that come after the last one read before."""
-        command, epoch = state.get("cmd"), state.get("epoch")
-        if command is None:
+        mark, legacy, epoch = state.get("mark"), state.get("cmd"), state.get("epoch")
+        if mark is None and legacy is None:
             return entries
         for index in range(len(entries) - 1, -1, -1):
-            if entries[index].command == command and entries[index].epoch == epoch:
+            entry = entries[index]
+            same = _mark(entry.command) == mark if mark is not None else entry.command == legacy
+            if same and entry.epoch == epoch:
                 return entries[index + 1 :]
         if isinstance(epoch, int):
             # The watermark itself was trimmed away (or deduplicated): later timestamps are new.

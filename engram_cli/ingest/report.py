@@ -1,0 +1,111 @@
+"""What an ingest did, per source and in all: the result objects the loader returns and render prints."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from engram_cli.text import clean
+
+# Notes kept per source for --verbose; past this the count in ``skipped`` still says how many.
+MAX_NOTES = 1000
+
+
+@dataclass
+class Planned:
+    """One memory the loader would store (dry run) or stored."""
+
+    source: str
+    session: str
+    key: str
+    namespace: str
+    type: str
+    importance: float
+    content: str
+    action: str = "new"  # new | updated | unchanged | created | merged | duplicate
+    memory_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "session": self.session,
+            "key": self.key,
+            "namespace": self.namespace,
+            "type": self.type,
+            "importance": self.importance,
+            "content": self.content,
+            "action": self.action,
+            "memory_id": self.memory_id,
+        }
+
+
+@dataclass
+class SourceReport:
+    name: str
+    files: int = 0
+    changed: int = 0
+    sessions: int = 0
+    memories: list[Planned] = field(default_factory=list)
+    redacted: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+    notes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def count(self, *actions: str) -> int:
+        return sum(1 for m in self.memories if m.action in actions)
+
+    def skip(self, reason: str, note: str) -> None:
+        """A whole file (or part of one) left out: counted under ``reason``, ``note`` shown with -v."""
+        self.skipped[reason] += 1
+        if len(self.notes) < MAX_NOTES:
+            self.notes.append(clean(note))
+
+    def error(self, message: str) -> None:
+        """A file that could not be ingested this time (it is read again on the next run)."""
+        self.errors.append(clean(message))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.name,
+            "files": self.files,
+            "changed_files": self.changed,
+            "sessions": self.sessions,
+            "created": self.count("created", "new"),
+            "merged": self.count("merged", "duplicate"),
+            "updated": self.count("updated"),
+            "redacted": dict(self.redacted),
+            "skipped": dict(self.skipped),
+            "errors": self.errors,
+            "memories": [m.to_dict() for m in self.memories if m.action != "unchanged"],
+        }
+
+
+@dataclass
+class IngestReport:
+    dry_run: bool
+    sources: list[SourceReport] = field(default_factory=list)
+    stopped_early: bool = False  # --max-seconds ran out; the next run continues
+    # Files given up on past --max-seconds and its grace period: nothing of them was written.
+    abandoned: list[str] = field(default_factory=list)
+    # When no source found any file: what each looked for ({"source", "reads"}) and the --path it
+    # looked in ("path", None for the default places), for the person to check.
+    looked: list[dict[str, str | None]] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[str]:
+        return [f"{s.name}: {e}" for s in self.sources for e in s.errors]
+
+    @property
+    def found_nothing(self) -> bool:
+        return bool(self.looked)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "stopped_early": self.stopped_early,
+            "abandoned": self.abandoned,
+            "found_nothing": self.found_nothing,
+            "looked": self.looked,
+            "sources": [s.to_dict() for s in self.sources],
+        }
