@@ -23,7 +23,7 @@ from engram_cli.memory.model import (
     Source,
     passage_text,
 )
-from engram_cli.memory.similarity import SUPERSEDE_MARGIN, merge_decision, supersedes
+from engram_cli.memory.similarity import SUPERSEDE_MARGIN, merge_decision, profile, supersedes
 from engram_cli.store import vectors
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now, normalize_iso
@@ -255,9 +255,10 @@ class Writer:
             )  # fmt: skip
             found = records.load_many(self.store, [pk for pk, _ in hits])
             near = [(found[pk], similarity) for pk, similarity in hits if pk in found]
-        if self.policy.enabled and not replaced:
+        if self.policy.enabled and not replaced and near:
+            newcomer = profile(item.content)  # read once for all the neighbours
             for memory, similarity in near:
-                merge, blockers = merge_decision(memory.content, item.content, similarity, self.policy.threshold)
+                merge, blockers = merge_decision(memory.content, newcomer, similarity, self.policy.threshold)
                 if not merge:
                     if blockers and kept_apart is None:
                         kept_apart = (memory.id, round(similarity, 6), blockers)
