@@ -21,6 +21,7 @@ from engram_cli.memory.model import (
     AddResult,
     Memory,
     Source,
+    normalize_name,
     passage_text,
 )
 from engram_cli.memory.similarity import SUPERSEDE_MARGIN, merge_decision, profile, supersedes
@@ -91,14 +92,7 @@ def _number(name: str, value: Any, default: float) -> float:
 
 
 def _name(what: str, value: Any, default: str) -> str:
-    if value is None:
-        return default
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(f"{what} must be a non-empty string, not {value!r}")
-    name = value.strip()
-    if len(name) > 200 or any(ord(c) < 32 for c in name):
-        raise InvalidInput(f"{what} {name[:40]!r} is too long or contains control characters")
-    return name
+    return normalize_name(what, default if value is None else value)
 
 
 def normalize_tags(tags: Any) -> list[str]:
