@@ -21,7 +21,7 @@ from engram_cli.memory import evaluation as evalmod
 from engram_cli.memory import manage, remember, transfer
 from engram_cli.memory import reembed as reembedmod
 from engram_cli.memory import repair as repairmod
-from engram_cli.memory.model import MEMORY_TYPES, AddResult, Event, Memory
+from engram_cli.memory.model import MEMORY_TYPES, AddResult, Event, Memory, normalize_name, normalize_namespace
 from engram_cli.memory.recall import Filters, Hit, RecallSettings, recall
 from engram_cli.memory.similarity import SUPERSEDE_MARGIN
 from engram_cli.store import connect
@@ -212,9 +212,9 @@ class Engram:
         if all_namespaces:
             namespaces = None
         elif namespace is None:
-            namespaces = [str(self.config.get("namespace"))]
+            namespaces = [normalize_namespace(self.config.get("namespace"))]
         else:
-            namespaces = [namespace] if isinstance(namespace, str) else list(namespace)
+            namespaces = _namespaces(namespace)
         statuses = [status] if isinstance(status, str) else list(status or ["active"])
         if include_archived and "archived" not in statuses:
             statuses.append("archived")
@@ -222,7 +222,7 @@ class Engram:
             statuses.append("superseded")
         return Filters(
             namespaces=namespaces,
-            agent=agent,
+            agent=None if agent is None else normalize_name("agent", agent),
             types=[type] if isinstance(type, str) else list(type or []),
             tags=list(tags or []),
             since=since,
@@ -324,7 +324,7 @@ class Engram:
         """Recompute decay scores (all namespaces unless given) and archive what has faded."""
         half_lives = {t: float(self.config.get(f"decay.half_life_days.{t}")) for t in MEMORY_TYPES}
         at = parse_time(now, what="--now") if now else None
-        namespaces = None if namespace is None else [namespace] if isinstance(namespace, str) else list(namespace)
+        namespaces = _namespaces(namespace)
         return decaymod.run(self.store, half_lives, at=at, namespaces=namespaces, dry_run=dry_run)
 
     def _cluster_thresholds(self, model_id: str) -> compactmod.Thresholds | None:
@@ -372,7 +372,7 @@ class Engram:
             summarizer_timeout_s=float(cfg.get("summarizer.timeout_s")),
         )
         at = parse_time(now, what="--now") if now else None
-        namespaces = None if namespace is None else [namespace] if isinstance(namespace, str) else list(namespace)
+        namespaces = _namespaces(namespace)
 
         def embed_for(model_id: str) -> remember.EmbedFn:
             return self._passage_embedder(model_id)[0]
@@ -407,7 +407,7 @@ class Engram:
             contact=bool(cfg.get("redact.contact_details")),
         )
         at = parse_time(now, what="--now") if now else None
-        namespaces = None if namespace is None else [namespace] if isinstance(namespace, str) else list(namespace)
+        namespaces = _namespaces(namespace)
         repairs = repairmod.Repairs(
             embedder=self._passage_embedder,
             decay=lambda: self.decay(now=now, namespace=namespaces),
@@ -428,10 +428,12 @@ class Engram:
         from engram_cli.ingest import loader
         from engram_cli.store.lock import exclusive
 
+        forced = None if namespace is None else normalize_namespace(namespace)
+
         def run() -> Any:
             return loader.run(
                 self, source, path=None if path is None else Path(path).expanduser(), dry_run=dry_run,
-                namespace=namespace, max_seconds=max_seconds, progress=progress,
+                namespace=forced, max_seconds=max_seconds, progress=progress,
             )  # fmt: skip
 
         if dry_run:
@@ -502,6 +504,8 @@ class Engram:
                 flt = self.filters(namespace=query.namespace, all_namespaces=query.namespace is None, **query.filters)
             except TypeError as exc:
                 raise InvalidInput(f"line {query.line}: unknown filter in 'filters': {exc}") from exc
+            except InvalidInput as exc:
+                raise InvalidInput(f"line {query.line}: {exc.message}", hint=exc.hint) from exc
             hits = self.recall(query.text, k=depth, bump=False, settings=settings, filters=flt, now=query.now)
             return [h.memory for h in hits]
 
@@ -515,3 +519,10 @@ class Engram:
         """Archive (default) or purge (``hard=True``) memories, a purge with every copy of their text."""
         refs = [ref] if isinstance(ref, str) else list(ref)
         return manage.forget(self.store, refs, hard=hard, embedder=self._passage_embedder)
+
+
+def _namespaces(namespace: str | Sequence[str] | None) -> builtins.list[str] | None:
+    """The namespaces a verb is limited to (None: all of them), each normalised as stored."""
+    if namespace is None:
+        return None
+    return [normalize_namespace(n) for n in ([namespace] if isinstance(namespace, str) else namespace)]

@@ -12,18 +12,33 @@ from __future__ import annotations
 
 import hashlib
 import re
+import string
 import unicodedata
 
 # Han ideographs (with extension A and compatibility), kana, hangul.
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
+_CJK_CHAR = re.compile(f"[{_CJK}]")
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?|[A-Za-z0-9_]+", re.UNICODE)
-_IDENT = re.compile(r"[A-Za-z0-9]+(?:[_\-./:][A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*")
+# Code identifiers: joined by _ - . / : (src/db.py, max_retry), camelCase, PascalCase. Every alternative
+# must cost time in proportion to what it reads, or one long run of letters becomes quadratic: a scan
+# that failed at the start of a run of letters fails at every later letter of that run too, so the
+# lookbehinds skip those restarts, and the possessive quantifiers never give back what they matched.
+# The matches are the ones the unguarded pattern finds (tests/test_text.py checks it against that pattern).
+_IDENT = re.compile(
+    r"(?<![A-Za-z0-9])[A-Za-z0-9]++(?:[_\-./:][A-Za-z0-9]++)+"
+    r"|(?<![a-z])[a-z]++[A-Z][A-Za-z0-9]*+"
+    r"|[A-Z][a-z0-9]++[A-Z][A-Za-z0-9]*+"
+)
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _SPACE = re.compile(r"\s+")
 # A UTF-16 surrogate on its own: JSON may escape one (`"\ud800"`) and a file name that is not UTF-8
 # decodes into them, but UTF-8 cannot encode them, so SQLite and every encoder refuse the text.
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# A longer term is a blob (base64, a key, a minified line, a long path joined into one term), not a word
+# anyone types into a search, so the keyword index and queries leave it out; the parts of a long
+# identifier or path still count. 64 keeps a SHA-256 in hex and any identifier people write by hand.
+MAX_TERM_CHARS = 64
 
 # Function words that only add noise to an OR query. Kept short on purpose: BM25's
 # idf already discounts common words; these are the ones that carry no topic at all.
@@ -79,7 +94,11 @@ def _identifier_parts(token: str) -> list[str]:
 
 
 def analyze(text: str) -> list[str]:
-    """Terms for the keyword index (lower-cased; order kept, repeats kept for BM25)."""
+    """The terms of a text, lower-cased, order and repeats kept (BM25 counts them).
+
+    Time is linear in the length of ``text``, whatever it holds. The keyword index and
+    queries use :func:`keyword_terms`, which leaves out terms too long to be searched for.
+    """
     text = unicodedata.normalize("NFKC", text)
     terms: list[str] = []
     pos = 0
@@ -103,15 +122,20 @@ def _latin_terms(chunk: str) -> list[str]:
     return out
 
 
+def keyword_terms(text: str) -> list[str]:
+    """The terms of ``text`` that go into the keyword index: those of at most MAX_TERM_CHARS characters."""
+    return [t for t in analyze(text) if len(t) <= MAX_TERM_CHARS]
+
+
 def index_text(*parts: str) -> str:
     """The string stored in the FTS5 column for a memory."""
-    return " ".join(t for part in parts if part for t in analyze(part))
+    return " ".join(t for part in parts if part for t in keyword_terms(part))
 
 
 def query_terms(text: str) -> list[str]:
     """Distinct terms of a query, stop words dropped unless nothing else is left."""
     seen: dict[str, None] = {}
-    for term in analyze(text):
+    for term in keyword_terms(text):
         seen.setdefault(term, None)
     terms = list(seen)
     meaningful = [t for t in terms if t not in STOPWORDS]
@@ -135,13 +159,13 @@ def script_of(text: str) -> str:
     Embedding models place texts of one script closer together than texts across
     scripts, so similarity thresholds are calibrated per pair of scripts.
     """
-    cjk = len(re.findall(f"[{_CJK}]", text))
-    letters = sum(1 for c in text if c.isascii() and c.isalpha())
+    cjk = len(_CJK_CHAR.findall(text))
+    letters = sum(map(text.count, string.ascii_letters))
     return "cjk" if cjk and cjk * 3 >= letters else "latin"
 
 
 def estimate_tokens(text: str) -> int:
     """Rough token count for prompt budgets: a CJK character ~1 token, ~4 other characters a token."""
-    cjk = len(re.findall(f"[{_CJK}]", text))
+    cjk = len(_CJK_CHAR.findall(text))
     other = len(text) - cjk
     return cjk + (other + 3) // 4

@@ -122,10 +122,10 @@ def strip_time(query: str, found: TimeRange) -> str:
     glue = ""
     if head and tail and not head[-1].isspace() and not tail[0].isspace():
         glue = "" if _CJK_CHAR.match(head[-1]) or _CJK_CHAR.match(tail[0]) else " "
-    text = re.sub(r"\s+", " ", head + glue + tail)
-    text = re.sub(r"\s+([,.;:!?，。；：！？、])", r"\1", text)
+    text = _SPACES.sub(" ", head + glue + tail)
+    text = _SPACE_BEFORE_PUNCTUATION.sub("", text)
     # A comma that led into the expression is left hanging before the end of the sentence.
-    text = re.sub(r"[,;:，；：、]+(?=[.!?。！？]|$)", "", text)
+    text = _HANGING_COMMAS.sub("", text)
     return text.strip(" ,;:，；：、")
 
 
@@ -145,6 +145,10 @@ _DANGLING_BEFORE = re.compile(
     r"around|of|by)|[在于从自])\s*$",
     re.IGNORECASE | re.ASCII,
 )
+# The lookbehinds and possessive runs make a failed try cost nothing inside a long run of spaces or commas.
+_SPACES = re.compile(r"\s+")
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"(?<!\s)\s++(?=[,.;:!?，。；：！？、])")
+_HANGING_COMMAS = re.compile(r"(?<![,;:，；：、])[,;:，；：、]++(?=[.!?。！？]|$)")
 _DANGLING_AFTER = re.compile(r"^(?:['’]s(?![A-Za-z0-9_])|(?:的时候|时候|期间|以来|的)+)")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -51,3 +53,43 @@ def test_analysis_never_fails(value: str) -> None:
     assert all(t and " " not in t for t in terms)
     text.fts_query(value)
     assert text.estimate_tokens(value) >= 0
+
+
+# The identifier pattern before it was guarded against restarts inside a run (quadratic on one long
+# word); the guarded one must find exactly the same identifiers.
+UNGUARDED_IDENT = re.compile(
+    r"[A-Za-z0-9]+(?:[_\-./:][A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*"
+)
+
+
+@given(st.text(alphabet="aAbBzZ019_-./: '中", max_size=40))
+def test_identifiers_are_the_ones_the_unguarded_pattern_finds(value: str) -> None:
+    assert [m.span() for m in text._IDENT.finditer(value)] == [m.span() for m in UNGUARDED_IDENT.finditer(value)]
+
+
+def test_identifiers_inside_a_run_of_letters_and_digits_are_still_found() -> None:
+    # "BcD" starts after the A of "ABcD" and "abC" after the 1 of "1abC": the guards skip only
+    # restarts that cannot match, never these. Identifiers come first, then the other words.
+    assert text.analyze("see ABcD and 1abC") == ["bcd", "bc", "d", "abc", "ab", "c", "see", "a", "and", "1"]
+
+
+def test_a_term_longer_than_the_limit_stays_out_of_the_keyword_index() -> None:
+    assert text.MAX_TERM_CHARS == 64
+    sha256 = "ab" * 32
+    assert text.index_text(f"commit {sha256}") == f"commit {sha256}"
+    assert text.index_text("x" * 65) == "" and text.query_terms("x" * 65) == []
+    assert text.fts_query("x" * 100_000) is None
+    # A long path is not searched for whole, but its parts still are.
+    path = "/usr/local/lib/python3.12/site-packages/engram_cli/memory/similarity_guard.py"
+    terms = text.keyword_terms(path)
+    assert all(len(t) <= 64 for t in terms)
+    assert {"site", "packages", "engram", "cli", "similarity", "guard", "py"} <= set(terms)
+    # Everything else reads the long term as a word: two different blobs are different texts.
+    assert text.analyze("token " + "a" * 80) != text.analyze("token " + "b" * 80)
+
+
+def test_script_counts_ascii_letters_against_cjk_characters() -> None:
+    assert text.script_of("用 pnp") == "cjk"  # one CJK character weighs three letters
+    assert text.script_of("用 pnpm") == "latin"
+    assert text.script_of("ÉÉÉÉ 用") == "cjk"  # only ASCII letters count as Latin
+    assert text.script_of("12345") == "latin"

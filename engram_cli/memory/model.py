@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
+
+from engram_cli.errors import InvalidInput
 
 MEMORY_TYPES = ("working", "episodic", "semantic", "procedural")
 STATUSES = ("active", "superseded", "archived")
@@ -17,6 +20,40 @@ HIGH_IMPORTANCE = 0.8
 # keyword index, where the neighbours' words only blurred which turn said what
 # (long-chat BM25 R@5 0.397 without, 0.359 with).
 CONTEXT_KEY = "context"
+
+
+MAX_NAME_CHARS = 200
+
+
+def normalize_name(what: str, value: Any) -> str:
+    """A namespace or agent name as stored and searched: NFC, trimmed; empty, over-long or control characters refused.
+
+    Every path that takes a name (add, recall, list, export, decay, compact, audit, ingest, import,
+    eval) passes it through here, so "A " and "A" are one namespace wherever it is typed.
+    """
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be text, not {type(value).__name__}", hint=f"pass a {what} name")
+    name = unicodedata.normalize("NFC", value).strip()
+    if not name:
+        raise InvalidInput(
+            f"{what} must not be empty", hint=f"pass a {what} name, e.g. -n myproject, or leave the option out"
+        )
+    if len(name) > MAX_NAME_CHARS:
+        raise InvalidInput(
+            f"{what} {name[:40]!r}… is {len(name)} characters long (limit {MAX_NAME_CHARS})",
+            hint=f"use a shorter {what}",
+        )
+    if any(unicodedata.category(c) == "Cc" for c in name):
+        raise InvalidInput(
+            f"{what} {name[:40]!r} contains a control character (tab, newline …)",
+            hint=f"use a {what} of printable characters",
+        )
+    return name
+
+
+def normalize_namespace(value: Any) -> str:
+    """:func:`normalize_name` for a namespace."""
+    return normalize_name("namespace", value)
 
 
 def passage_text(content: str, metadata: dict[str, Any] | None) -> str:

@@ -22,9 +22,10 @@ from engram_cli.memory.model import (
     AddResult,
     Memory,
     Source,
+    normalize_name,
     passage_text,
 )
-from engram_cli.memory.similarity import SUPERSEDE_MARGIN, merge_decision, supersedes
+from engram_cli.memory.similarity import SUPERSEDE_MARGIN, merge_decision, profile, supersedes
 from engram_cli.store import vectors
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now, normalize_iso
@@ -94,14 +95,7 @@ def _number(name: str, value: Any, default: float) -> float:
 
 
 def _name(what: str, value: Any, default: str) -> str:
-    if value is None:
-        return default
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(f"{what} must be a non-empty string, not {value!r}")
-    name = value.strip()
-    if len(name) > 200 or any(ord(c) < 32 for c in name):
-        raise InvalidInput(f"{what} {name[:40]!r} is too long or contains control characters")
-    return name
+    return normalize_name(what, default if value is None else value)
 
 
 def normalize_tags(tags: Any) -> list[str]:
@@ -303,9 +297,10 @@ class Writer:
             )  # fmt: skip
             found = records.load_many(self.store, [pk for pk, _ in hits])
             near = [(found[pk], similarity) for pk, similarity in hits if pk in found]
-        if self.policy.enabled and not replaced:
+        if self.policy.enabled and not replaced and near:
+            newcomer = profile(item.content)  # read once for all the neighbours
             for memory, similarity in near:
-                merge, blockers = merge_decision(memory.content, item.content, similarity, self.policy.threshold)
+                merge, blockers = merge_decision(memory.content, newcomer, similarity, self.policy.threshold)
                 if not merge:
                     if blockers and kept_apart is None:
                         kept_apart = (memory.id, round(similarity, 6), blockers)

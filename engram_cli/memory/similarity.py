@@ -6,7 +6,7 @@ such a pair would fold two different facts into one, so a merge needs both a cos
 at or above the model's calibrated threshold *and* no lexical sign of a different
 fact. The signs are deliberately simple and explainable:
 
-- different numbers (ports, versions, counts, times);
+- different numbers (ports, versions, counts, times), or the same numbers in another order;
 - opposite polarity (one side negates: not / never / 不 / 别 …);
 - a change marker on one side only ("from now on", "instead of", 以后, 改用 …): that
   is a correction of the old fact, handled as supersession, never as a merge;
@@ -20,7 +20,6 @@ near-duplicate that compaction can fold later.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,7 +29,43 @@ _NUMBER = re.compile(r"\d+(?:[.:]\d+)*")
 _NEGATION_EN = re.compile(
     r"\b(?:not|never|no|none|nothing|neither|nor|without|avoid|stop|cannot)\b|n't\b|\bdont\b", re.IGNORECASE
 )
-_NEGATION_ZH = re.compile("不|没|别|勿|无需|禁止|避免|未")
+# Chinese negation is read word by word: 不, 没, 别 and 未 also start or end many words that negate
+# nothing (不同 "different", 未来 "future", 特别 "especially"). Each entry below is one such word;
+# the lookarounds keep out the longer words that do negate (不同意 "disagree", 不同步 "not in sync",
+# 没错误 "no errors", 没收到 "did not receive") and the splits where 别 begins an order (这部分别提交,
+# "don't commit this part"). Hedges stay negations: 不一定 and 未必 ("not necessarily") weaken a fact.
+_ZH_NOT_NEGATING = (
+    "不错(?![过误])",  # good
+    "不仅", "不但", "不只", "不光(?!滑)",  # not only
+    "(?<![\u4e00-\u9fff])不过(?!期)", "只不过",  # but; merely (通不过 "does not pass" negates)
+    "不管(?![用理])", "不论",  # no matter, regardless
+    "不然",  # otherwise
+    "不久", "不时",  # soon, now and then
+    "不断(?!开)", "不停(?![止用])",  # continuously
+    "不同(?![意步时])", "不一样",  # different
+    "不少",  # quite a few
+    "差不多",  # almost
+    "不得不",  # have to
+    "不稳定",  # unstable: a word of its own, like English "unstable"
+    "不妨",  # might as well
+    "说不定",  # maybe
+    "了不起", "不得了",  # remarkable, extremely
+    "对不起", "不好意思",  # sorry
+    "不可或缺",  # indispensable
+    "不可避免", "无法避免", "难以避免", "避免不了",  # unavoidable
+    "不外乎", "不亚于",  # nothing but, no less than
+    "不知不觉",  # without noticing
+    "没错(?!误)",  # right
+    "没准",  # maybe
+    "淹没", "沉没", "吞没", "埋没", "出没", "没收(?![到拾])",  # 没 read mò: flood, sink, swallow, bury, haunt, seize
+    "别的", "别人", "别处", "别名", "别称",  # other, others, elsewhere, alias
+    "特别", "区别", "差别", "(?<!部)分别", "识别", "辨别", "鉴别", "判别",  # especially, difference, tell apart
+    "级别", "(?<![这那此该])类别", "性别", "告别",  # level, category, gender, farewell
+    "(?<![这那哪一每某各])个别",  # a few (not 这个别…, "don't … this one")
+    "未来", "未知", "未免",  # future, unknown, rather
+    "(?P<a>[\u4e00-\u9fff])[不没](?P=a)",  # a question, not a denial: 是不是, 要不要, 有没有
+)  # fmt: skip
+_NEGATION_ZH = re.compile("(?:" + "|".join(_ZH_NOT_NEGATING) + ")|(?P<neg>不|没|别|勿|无需|禁止|避免|未)")
 CHANGE_MARKERS_EN = (
     "from now on", "no longer", "instead of", "instead", "not anymore", "any more", "anymore", "switch to",
     "switched to", "stop using", "going forward", "replaced with", "replace it with", "rather than",
@@ -87,10 +122,14 @@ _NEGATION_TERMS = frozenset(
 )
 
 
+def _negates_zh(text: str) -> bool:
+    return any(match.group("neg") for match in _NEGATION_ZH.finditer(text))
+
+
 def _negation_term(term: str) -> bool:
     if term.isascii():
         return term in _NEGATION_TERMS or term.endswith("n't")
-    return _NEGATION_ZH.search(term) is not None
+    return _negates_zh(term)
 
 
 def topic_terms(words: Sequence[str]) -> frozenset[str]:
@@ -99,7 +138,8 @@ def topic_terms(words: Sequence[str]) -> frozenset[str]:
 
 
 def negates(text: str) -> bool:
-    return bool(_NEGATION_EN.search(text) or _NEGATION_ZH.search(text))
+    """Whether ``text`` says no: not / never / don't …, or a Chinese negation word (不要, 没有, 别 …)."""
+    return bool(_NEGATION_EN.search(text)) or _negates_zh(text)
 
 
 def change_marker(text: str) -> str | None:
@@ -112,7 +152,7 @@ def change_marker(text: str) -> str | None:
 class Profile:
     """What the lexical guard reads from one text, computed once so many pairs can share it."""
 
-    numbers: tuple[tuple[str, int], ...]
+    numbers: tuple[str, ...]  # in the order written: "worker 0, round 5" is not "worker 5, round 0"
     negates: bool
     changes: bool
     terms: frozenset[str]
@@ -121,9 +161,10 @@ class Profile:
 
 
 def profile(text: str) -> Profile:
+    """The lexical signals of ``text``, in time linear in its length."""
     words = tuple(textmod.analyze(text))
     return Profile(
-        numbers=tuple(sorted(Counter(_NUMBER.findall(text)).items())),
+        numbers=tuple(_NUMBER.findall(text)),
         negates=negates(text),
         changes=change_marker(text) is not None,
         terms=frozenset(_terms_of(words)),
@@ -164,18 +205,23 @@ def same_words(a: str, b: str) -> bool:
     return textmod.analyze(a) == textmod.analyze(b)
 
 
-def merge_decision(existing: str, new: str, cosine: float, threshold: float) -> tuple[bool, list[str]]:
+def merge_decision(
+    existing: str | Profile, new: str | Profile, cosine: float, threshold: float
+) -> tuple[bool, list[str]]:
     """Whether ``new`` folds into ``existing``, and the blockers when similar but different.
 
     Texts with the same words merge whatever the model says (a trailing "!" moves an
     int8 e5 vector by ~0.04); otherwise the cosine must reach the model's threshold
-    and no lexical blocker may apply.
+    and no lexical blocker may apply. A text compared with several others may be passed
+    profiled, so it is read once.
     """
-    if same_words(existing, new):
+    a = existing if isinstance(existing, Profile) else profile(existing)
+    b = new if isinstance(new, Profile) else profile(new)
+    if a.words == b.words:
         return True, []
     if cosine < threshold:
         return False, []
-    blockers = merge_blockers(existing, new)
+    blockers = profile_blockers(a, b)
     return not blockers, blockers
 
 

@@ -26,7 +26,7 @@ from engram_cli import redact as redactmod
 from engram_cli import text as textmod
 from engram_cli.errors import InvalidInput
 from engram_cli.memory import records, remember
-from engram_cli.memory.model import MEMORY_TYPES, STATUSES, Source
+from engram_cli.memory.model import MEMORY_TYPES, STATUSES, Source, normalize_name, normalize_namespace
 from engram_cli.memory.recall import Filters
 from engram_cli.store import vectors
 from engram_cli.store.db import Store
@@ -236,6 +236,8 @@ def _parse(
         _require(data, key, str)
     if not textmod.normalize(data["content"]):
         raise InvalidInput("content is empty")
+    data["namespace"] = normalize_namespace(data["namespace"])
+    data["agent"] = normalize_name("agent", data["agent"])
     if data["type"] not in MEMORY_TYPES:
         raise InvalidInput(f"unknown type {data['type']!r}")
     if data["status"] not in STATUSES:
