@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from engram_cli.errors import BusyError
+from engram_cli.errors import BusyError, StoreError
 from engram_cli.timeutil import iso_now
 
 
@@ -40,7 +40,13 @@ def _try_lock(fd: int) -> bool:
 def exclusive(db_path: Path, task: str) -> Iterator[None]:
     """Hold ``<db>.<task>.lock`` for the duration; raise BusyError at once if another process holds it."""
     path = db_path.with_name(f"{db_path.name}.{task}.lock")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create the lock file {path}: {exc.strerror}",
+            hint="make the database's directory writable, or move the database with --db",
+        ) from exc
     try:
         if not _try_lock(fd):
             os.lseek(fd, 0, os.SEEK_SET)
