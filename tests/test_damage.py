@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 from damaged_db import corrupt, digest, pages, place, raw, read_only, records, root_page
 from damaged_db import pristine as pristine_path
@@ -157,6 +158,44 @@ def test_a_damaged_keyword_index_is_damage_too(pristine: Path, db_path: Path) ->
     corrupt(db_path, pages(db_path, "memory_fts_data", "leaf")[1:3])
     with Engram.open(db_path) as mem, pytest.raises(DatabaseDamaged):
         mem.recall("host service team")
+
+
+class _FailingReads(apsw.VFS):
+    """The default file system, except that reading the given pages fails like a bad sector."""
+
+    NAME = "engram-test-bad-sectors"
+
+    def __init__(self, bad_pages: set[int]) -> None:
+        self.bad_pages = bad_pages
+        super().__init__(self.NAME, "")
+
+    def xOpen(self, name: Any, flags: Any) -> apsw.VFSFile:
+        vfs = self
+
+        class File(apsw.VFSFile):
+            def xRead(self, amount: int, offset: int) -> bytes:
+                if offset // 4096 + 1 in vfs.bad_pages:
+                    raise apsw.exception_for(apsw.SQLITE_IOERR_READ)
+                return bytes(super().xRead(amount, offset))
+
+        return File("", name, flags)
+
+
+def test_a_disk_that_cannot_read_a_page_is_damage(pristine: Path, db_path: Path) -> None:
+    from engram_cli import config as configmod
+    from engram_cli.store.db import Store
+
+    place(pristine, db_path)
+    vfs = _FailingReads(set(pages(db_path, "memories", "leaf")[3:4]))
+    try:
+        conn = apsw.Connection(str(db_path), vfs=_FailingReads.NAME, flags=apsw.SQLITE_OPEN_READWRITE)
+        mem = Engram(Store(conn, db_path), configmod.load(configmod.Paths.resolve(db_path)))
+        with pytest.raises(DatabaseDamaged, match="the disk could not read part of it") as caught:
+            mem.list(limit=1000, all_namespaces=True)
+        assert str(db_path) in caught.value.message and "recover" in (caught.value.hint or "")
+        mem.close()
+    finally:
+        vfs.unregister()
 
 
 def test_a_garbled_first_page_is_damage_not_a_foreign_file(pristine: Path, db_path: Path, cli: Any) -> None:

@@ -6,6 +6,7 @@ import contextlib
 import json
 import random
 import re
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import apsw
 import numpy as np
 import pytest
-from damaged_db import corrupt, digest, pages, place, raw, records, root_page, rowids_on
+from damaged_db import corrupt, digest, pages, place, raw, read_only, records, root_page, rowids_on
 from damaged_db import pristine as pristine_path
 
 from engram_cli import Engram
@@ -191,6 +192,35 @@ def test_recover_never_overwrites(damage: Damage, tmp_path: Path, cli: Any) -> N
     assert taken.read_text() == "mine"
     with pytest.raises(InvalidInput, match="the damaged database itself"):
         Engram.recover(damage.db, damage.db)
+
+
+def test_a_read_only_database_in_a_read_only_directory_is_recovered_elsewhere(
+    damage: Damage, tmp_path: Path, cli: Any
+) -> None:
+    beside = sorted(p.name for p in damage.db.parent.iterdir())
+    with read_only(damage.db), read_only(damage.db.parent):
+        refused = cli("recover", ok=False)
+        assert refused.exit_code == 1 and "its directory is not writable" in refused.stderr
+        assert "engram recover /some/where" in " ".join(refused.stderr.split())
+        cli("recover", str(tmp_path / "new.db"))
+    assert sorted(p.name for p in damage.db.parent.iterdir()) == beside
+    assert read(tmp_path / "new.db", "SELECT count(*) FROM memories") == [(len(records()) - len(damage.lost_pks),)]
+
+
+def test_rows_still_in_the_wal_are_recovered_and_the_wal_moves_with_the_damaged_file(tmp_path: Path, cli: Any) -> None:
+    live, crashed = tmp_path / "live" / "engram.db", tmp_path / "crashed" / "engram.db"
+    live.parent.mkdir()
+    crashed.parent.mkdir()
+    with Engram.open(live) as mem:
+        mem.add_many(records(12), no_merge=True)
+        # A copy taken while the writer still holds the file: the rows are in engram.db-wal only.
+        for suffix in ("", "-wal", "-shm"):
+            shutil.copyfile(f"{live}{suffix}", f"{crashed}{suffix}")
+    report = Engram.recover(crashed, tmp_path / "new.db")
+    assert report.table("memories").read == 12 and report.complete
+    assert report.side_files == [f"{crashed}-wal", f"{crashed}-shm"]
+    out = cli("--db", str(crashed), "recover", str(tmp_path / "again.db")).stdout
+    assert f"mv {crashed}-wal {crashed}.damaged-wal" in out
 
 
 def test_a_failed_recovery_leaves_nothing_behind(damage: Damage, tmp_path: Path) -> None:

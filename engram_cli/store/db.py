@@ -50,9 +50,10 @@ def domain_error(exc: apsw.Error, path: Path) -> StoreError | None:
         return damaged(path, f"a vector index page cannot be read: {detail}")
     if isinstance(exc, apsw.IOError):
         if getattr(exc, "extendedresult", None) in _READ_IOERRS:
-            return damaged(path, f"the disk could not read it: {detail}")
+            return damaged(path, f"the disk could not read part of it{': ' + str(exc) if str(exc) else ''}")
         return StoreError(
-            f"writing {path} failed: {detail}", hint="check the disk and its free space; nothing was half-written"
+            f"reading or writing {path} failed: {detail}",
+            hint="check the disk and its free space; nothing was half-written",
         )
     if isinstance(exc, apsw.FullError):
         return StoreError(f"the disk holding {path} is full", hint="free some space and run the command again")
