@@ -735,7 +735,11 @@ def recover_report(report: RecoverReport, *, as_json: bool) -> None:
         shown = ", ".join(i[:8] for i in report.lost_memory_ids[:10])
         more = f" and {len(report.lost_memory_ids) - 10} more" if len(report.lost_memory_ids) > 10 else ""
         out(f"  lost memories: {shown}{more} (--json lists them all)")
-    out("everything that was there is in the new file" if report.complete else "the rest could not be read")
+    remade = sum(t.reembedded for t in report.tables)
+    if report.complete:
+        out("nothing was lost" + (f"; {remade} vectors were made again from their memory's text" if remade else ""))
+    else:
+        out("the rows counted as lost were on pages that could not be read")
     source, output, aside = report.source, shlex.quote(report.output), f"{report.source}.damaged"
     # A -wal beside the damaged file belongs to it: left there, SQLite would apply it to the new one.
     moves = [f"mv {shlex.quote(f)} {shlex.quote(aside + f[len(source) :])}" for f in [source, *report.side_files]]

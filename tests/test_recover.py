@@ -184,6 +184,15 @@ def test_an_undamaged_database_is_copied_whole(pristine: Path, db_path: Path, tm
         ), table
 
 
+def test_lost_vectors_made_again_lose_nothing(pristine: Path, db_path: Path, tmp_path: Path, cli: Any) -> None:
+    place(pristine, db_path)
+    overflow = pages(db_path, f"{vec_table(db_path)}_vector_chunks00", "overflow")
+    corrupt(db_path, [overflow[len(overflow) // 8]])  # the chunk has room for 1024: 300 fill its first third
+    out = cli("recover", str(tmp_path / "new.db")).stdout
+    assert re.search(r"vec_\w+\s+\d+\s+(\d+)\s+(\d+) re-embedded", out)
+    assert "nothing was lost; " in out and "vectors were made again" in out
+
+
 def test_recover_never_overwrites(damage: Damage, tmp_path: Path, cli: Any) -> None:
     taken = tmp_path / "taken.db"
     taken.write_text("mine")

@@ -56,6 +56,7 @@ TABLES: list[tuple[str, str]] = [
 ]
 BATCH = 500  # rows per transaction while vectors and keyword rows are written
 EMBED_BATCH = 32
+_VECTOR_ROW = "pk, embedding_model, namespace, status, memory_type, agent_id"
 UNIT_TOLERANCE = 1e-3
 
 
@@ -89,7 +90,8 @@ class RecoverReport:
 
     @property
     def complete(self) -> bool:
-        return all(t.lost == 0 and not t.dropped and not t.rejected for t in self.tables)
+        """Every row came back (vectors that did not were made again)."""
+        return all(t.lost == t.reembedded and not t.dropped and not t.rejected for t in self.tables)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "complete": self.complete}
@@ -143,6 +145,7 @@ class _Copier:
         self.memory_pks: set[int] = set()
         self.memory_ids: set[str] = set()
         self.models: dict[str, tuple[int, str]] = {}  # model id -> (dim, vec table in the damaged file)
+        self._present: dict[str, bool] = {}  # vec table -> exists in the damaged file
 
     def copy(self, table: str, key: str, on_row: Callable[[list[str], Row, TableResult], None]) -> TableResult:
         result = TableResult(table)
@@ -152,9 +155,10 @@ class _Copier:
             return result  # an older schema without this table: nothing was there to lose
 
         def sink(row: Row) -> None:
+            # A damaged cell can still parse, into values of any type: such a row is left out.
             try:
                 on_row(columns, row, result)
-            except apsw.ConstraintError as exc:
+            except (apsw.ConstraintError, apsw.MismatchError, ValueError, TypeError) as exc:
                 log.info("%s: a row breaks the schema and is left out: %s", table, exc)
                 result.rejected += 1
 
@@ -232,9 +236,11 @@ class _Copier:
 
     def _old_vector(self, model_id: str, pk: int, dim: int) -> np.ndarray | None:
         table = self.models.get(model_id, (dim, vectors.table_name(model_id)))[1]
+        if table not in self._present:
+            self._present[table] = self.src.one("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)) is not None
+        if not self._present[table]:
+            return None
         try:
-            if self.src.one("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)) is None:
-                return None
             row = self.src.one(f'SELECT embedding FROM "{table}" WHERE memory_pk = ?', (pk,))
         except DatabaseDamaged:
             return None
@@ -252,10 +258,6 @@ class _Copier:
         self, embedder: Embedder, fallback_model: str, progress: Callable[[int, int], None] | None
     ) -> list[TableResult]:
         """Copy every vector that reads; make the others again from their memory's text."""
-        rows = self.dest.rows(
-            "SELECT pk, embedding_model, namespace, status, memory_type, agent_id, content, metadata FROM memories "
-            "WHERE embedding_model IS NOT NULL ORDER BY pk"
-        )
         loaded: dict[str, tuple[str, EmbedFn, int]] = {}
 
         def model_for(model_id: str) -> tuple[str, EmbedFn, int]:
@@ -268,46 +270,52 @@ class _Copier:
             return loaded[model_id]
 
         results: dict[str, TableResult] = {}
-        missing: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
-        for start in range(0, len(rows), BATCH):
+        missing: dict[str, list[int]] = defaultdict(list)
+        total = int(self.dest.scalar("SELECT count(*) FROM memories WHERE embedding_model IS NOT NULL") or 0)
+        done, after = 0, 0
+        # In batches of memories, so a large database is never all in memory at once.
+        while rows := self.dest.rows(f"SELECT {_VECTOR_ROW} FROM memories WHERE embedding_model IS NOT NULL "
+                                     "AND pk > ? ORDER BY pk LIMIT ?", (after, BATCH)):  # fmt: skip
             with self.dest.write():
-                for row in rows[start : start + BATCH]:
+                for row in rows:
                     pk, model_id = int(row[0]), str(row[1])
                     dim = self.models[model_id][0] if model_id in self.models else model_for(model_id)[2]
                     result = results.setdefault(model_id, TableResult(vectors.table_name(model_id)))
                     vector = self._old_vector(model_id, pk, dim)
                     if vector is None:
                         result.lost = (result.lost or 0) + 1
-                        missing[model_id].append(row)
+                        missing[model_id].append(pk)
                         continue
-                    table = vectors.ensure_table(self.dest, model_id, dim)
-                    vectors.put(
-                        self.dest, table, pk, vector, namespace=row[2], status=row[3], memory_type=row[4], agent=row[5]
-                    )
+                    self._put(vectors.ensure_table(self.dest, model_id, dim), row, vector)
                     result.read += 1
+            after, done = int(rows[-1][0]), done + len(rows)
             if progress:
-                progress(start + len(rows[start : start + BATCH]), len(rows))
-        for model_id, pending in missing.items():
-            results[model_id].reembedded = self._embed(pending, model_for(model_id))
+                progress(done, total)
+        for model_id, pks in missing.items():
+            results[model_id].reembedded = self._embed(pks, model_for(model_id))
         return list(results.values())
 
-    def _embed(self, rows: list[tuple[Any, ...]], model: tuple[str, EmbedFn, int]) -> int:
+    def _put(self, table: str, row: Row, vector: np.ndarray) -> None:
+        pk, _, namespace, status, memory_type, agent = row[:6]
+        vectors.put(self.dest, table, int(pk), vector, namespace=namespace, status=status, memory_type=memory_type,
+                    agent=agent)  # fmt: skip
+
+    def _embed(self, pks: list[int], model: tuple[str, EmbedFn, int]) -> int:
         model_id, embed, dim = model
         table = vectors.ensure_table(self.dest, model_id, dim)
-        done = 0
-        for start in range(0, len(rows), EMBED_BATCH):
-            batch = rows[start : start + EMBED_BATCH]
-            matrix = np.asarray(embed([passage_text(r[6], json.loads(r[7])) for r in batch]), dtype=np.float32)
+        for start in range(0, len(pks), EMBED_BATCH):
+            chunk = pks[start : start + EMBED_BATCH]
+            marks = ", ".join("?" for _ in chunk)
+            rows = self.dest.rows(
+                f"SELECT {_VECTOR_ROW}, content, metadata FROM memories WHERE pk IN ({marks}) ORDER BY pk", chunk
+            )
+            matrix = np.asarray(embed([passage_text(r[6], json.loads(r[7])) for r in rows]), dtype=np.float32)
             with self.dest.write():
-                for row, vector in zip(batch, matrix, strict=True):
-                    vectors.put(
-                        self.dest, table, int(row[0]), vector,
-                        namespace=row[2], status=row[3], memory_type=row[4], agent=row[5],
-                    )  # fmt: skip
+                for row, vector in zip(rows, matrix, strict=True):
+                    self._put(table, row, vector)
                     if row[1] != model_id:
                         self.dest.execute("UPDATE memories SET embedding_model = ? WHERE pk = ?", (model_id, row[0]))
-                    done += 1
-        return done
+        return len(pks)
 
     def keywords(self) -> int:
         pks = sorted(self.memory_pks)
