@@ -19,6 +19,7 @@ from engram_cli.memory import compact as compactmod
 from engram_cli.memory import decay as decaymod
 from engram_cli.memory import evaluation as evalmod
 from engram_cli.memory import manage, remember, transfer
+from engram_cli.memory import recover as recovermod
 from engram_cli.memory import reembed as reembedmod
 from engram_cli.memory import repair as repairmod
 from engram_cli.memory.model import MEMORY_TYPES, AddResult, Event, Memory, normalize_name, normalize_namespace
@@ -31,6 +32,18 @@ from engram_cli.timeutil import parse_time
 ACTIVE_MODEL_KEY = "active_model"
 ADD_BATCH = 64
 DEFAULT_MERGE_THRESHOLD = 0.92
+
+
+def _passages(model_id: str) -> tuple[remember.EmbedFn, int]:
+    """A function embedding passages with a bundled model, and that model's dimension."""
+    from engram_cli.embed import load_embedder
+
+    embedder = load_embedder(model_id)
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        return np.asarray(embedder.embed_batch(list(texts), kind="passage"), dtype=np.float32)
+
+    return embed, int(embedder.dim)
 
 
 class Engram:
@@ -65,6 +78,32 @@ class Engram:
         )
         return cls(store, cfg)
 
+    @classmethod
+    def recover(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        output: str | os.PathLike[str] | None = None,
+        *,
+        config: configmod.Config | None = None,
+        paths: configmod.Paths | None = None,
+        progress: Any = None,
+    ) -> recovermod.RecoverReport:
+        """Copy every row the (damaged) database at ``path`` still yields into the new database ``output``.
+
+        ``output`` defaults to ``<db>.recovered-<timestamp>.db`` beside it and is never overwritten.
+        The damaged file is only read, so this works when ``Engram.open`` cannot. Vectors that no
+        longer read are made again from their memory's text; the keyword index is rebuilt.
+        """
+        paths = paths or configmod.Paths.resolve(path)
+        cfg = config or configmod.load(paths)
+        return recovermod.run(
+            paths.db,
+            None if output is None else Path(output).expanduser(),
+            embedder=_passages,
+            fallback_model=str(cfg.get("model")),
+            progress=progress,
+        )
+
     def close(self) -> None:
         self.store.close()
 
@@ -79,6 +118,11 @@ class Engram:
     @property
     def path(self) -> Path:
         return self.store.path
+
+    @property
+    def read_only(self) -> bool:
+        """True when the file (or its directory) is not writable: reads work, every change raises ReadOnlyDatabase."""
+        return self.store.read_only is not None
 
     # -- models ----------------------------------------------------------------------
 
@@ -122,12 +166,7 @@ class Engram:
 
     def _passage_embedder(self, model_id: str) -> tuple[remember.EmbedFn, int]:
         """A function embedding passages with ``model_id``, and that model's dimension."""
-        embedder = self._embedder(model_id)
-
-        def embed(texts: Sequence[str]) -> np.ndarray:
-            return np.asarray(embedder.embed_batch(list(texts), kind="passage"), dtype=np.float32)
-
-        return embed, int(embedder.dim)
+        return _passages(model_id)
 
     def _writing_model(self) -> tuple[str, remember.EmbedFn, int]:
         """The active model for new vectors; a new database records it as its own on first write."""
@@ -155,6 +194,7 @@ class Engram:
         Secrets in any field are replaced by ``[REDACTED:<kind>]`` first (``result.redacted`` lists
         the kinds) unless ``keep_secrets`` is set.
         """
+        self.store.require_writable()
         item = self._prepare({"content": content, **fields}, keep_secrets=keep_secrets)
         return self._writer(no_merge).write_batch([item])[0]
 
@@ -173,6 +213,7 @@ class Engram:
         """
         if batch_size < 1:
             raise InvalidInput("batch_size must be at least 1")
+        self.store.require_writable()
         writer: remember.Writer | None = None
         results: list[AddResult] = []
         offset = 0
@@ -251,9 +292,14 @@ class Engram:
         bump: bool | None = None, settings: RecallSettings | None = None, now: str | None = None,
         **filters: Any,
     ) -> list[Hit]:  # fmt: skip
-        """The best memories for ``query``: filtered first, then ranked by relevance x importance x decay."""
+        """The best memories for ``query``: filtered first, then ranked by relevance x importance x decay.
+
+        On a read-only database the access counts are left as they are (``bump`` is ignored).
+        """
         flt = filters.pop("filters", None) or self.filters(namespace=namespace, **filters)
         cfg = self.config
+        if bump is None:
+            bump = bool(cfg.get("recall.bump"))
 
         def embed_query(model_id: str, text: str) -> np.ndarray:
             return np.asarray(self._embedder(model_id).embed_batch([text], kind="query")[0], dtype=np.float32)
@@ -265,7 +311,7 @@ class Engram:
             filters=flt,
             embed_query=embed_query,
             settings=settings or self.recall_settings(),
-            bump=bool(cfg.get("recall.bump")) if bump is None else bump,
+            bump=bump and not self.read_only,
             at=parse_time(now, what="now") if now else None,
         )
 
@@ -290,6 +336,7 @@ class Engram:
         """Import export records (JSONL lines; ids, timestamps and history are kept) or minimal records."""
         from engram_cli.embed import available_models
 
+        self.store.require_writable()
         model_id, embed, dim = self._writing_model()
         known = {m.id: m.dim for m in available_models()}
         return transfer.import_lines(
@@ -305,6 +352,7 @@ class Engram:
         from engram_cli.embed import load_manifest
 
         load_manifest(model_id)  # unknown ids fail here, with the list of bundled models
+        self.store.require_writable()
         embed, dim = self._passage_embedder(model_id)
         return reembedmod.run(self.store, model_id, dim, embed, batch=batch, limit=limit, progress=progress)
 
@@ -322,6 +370,8 @@ class Engram:
         self, *, now: str | None = None, namespace: str | Sequence[str] | None = None, dry_run: bool = False
     ) -> decaymod.DecayReport:
         """Recompute decay scores (all namespaces unless given) and archive what has faded."""
+        if not dry_run:
+            self.store.require_writable()
         half_lives = {t: float(self.config.get(f"decay.half_life_days.{t}")) for t in MEMORY_TYPES}
         at = parse_time(now, what="--now") if now else None
         namespaces = _namespaces(namespace)
@@ -355,6 +405,8 @@ class Engram:
         from engram_cli.store import vectors
         from engram_cli.store.lock import exclusive
 
+        if not dry_run:
+            self.store.require_writable()
         cfg = self.config
         models = [model for model, _ in vectors.models_in_use(self.store)]
         clusters = {m: t for m in models if (t := self._cluster_thresholds(m))}
@@ -377,10 +429,15 @@ class Engram:
         def embed_for(model_id: str) -> remember.EmbedFn:
             return self._passage_embedder(model_id)[0]
 
-        with exclusive(self.path, "compact"):
+        def run() -> compactmod.CompactReport:
             return compactmod.run(
                 self.store, settings, embed_for, at=at, namespaces=namespaces, dry_run=dry_run, progress=progress
             )
+
+        if self.read_only:
+            return run()  # a dry run that writes nothing has nothing to keep apart (and no lock file can be made)
+        with exclusive(self.path, "compact"):
+            return run()
 
     def audit(
         self,
@@ -393,7 +450,11 @@ class Engram:
         """Check the store's health (all namespaces unless given); ``fix`` repairs what is safe to repair.
 
         ``quick`` uses SQLite's quick_check and skips the pairwise checks (near-duplicates, conflicts).
+        On a damaged file the report's integrity check says so, ``report.damage`` holds the error,
+        and nothing is repaired.
         """
+        if fix:
+            self.store.require_writable()
         cfg = self.config
         settings = auditmod.AuditSettings(
             active_model=self.active_model,
@@ -436,11 +497,21 @@ class Engram:
                 namespace=forced, max_seconds=max_seconds, progress=progress,
             )  # fmt: skip
 
+        def checked() -> Any:
+            # The loader reports a file it cannot store and goes on with the next; when the
+            # database itself is damaged, that is the error, not a list of failed files.
+            self.store.damage = None
+            report = run()
+            if self.store.damage is not None:
+                raise self.store.damage
+            return report
+
         if dry_run:
-            return run()
+            return checked()
+        self.store.require_writable()
         # A hook and cron may start ingests at the same moment: one does the work, the other leaves.
         with exclusive(self.path, "ingest"):
-            return run()
+            return checked()
 
     def ingest_sources(self) -> builtins.list[dict[str, Any]]:
         """Every known source: files found in its default place, what is new, the cursors' state."""
@@ -513,10 +584,12 @@ class Engram:
 
     def touch(self, ref: str | Sequence[str]) -> builtins.list[Memory]:
         """Remember again: access +1, decay back to 1.0, archived memories restored."""
+        self.store.require_writable()
         return decaymod.touch(self.store, [ref] if isinstance(ref, str) else list(ref))
 
     def forget(self, ref: str | Sequence[str], *, hard: bool = False) -> builtins.list[manage.ForgetResult]:
         """Archive (default) or purge (``hard=True``) memories, a purge with every copy of their text."""
+        self.store.require_writable()
         refs = [ref] if isinstance(ref, str) else list(ref)
         return manage.forget(self.store, refs, hard=hard, embedder=self._passage_embedder)
 

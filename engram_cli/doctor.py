@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import stat
 import sys
 from typing import Any
@@ -88,31 +87,24 @@ def run(paths: configmod.Paths) -> list[dict[str, Any]]:
             )
         else:
             results.append(_check("permissions", "ok", f"{db} mode {mode:o}"))
-        if not os.access(db, os.W_OK):
-            results.append(_check("database", "fail", f"{db} is not writable", f"chmod 600 {db}"))
         try:
-            from engram_cli.store import connect
+            from engram_cli.store.db import connect, damaged, read_only_error
 
             store = connect(db)
             try:
-                verdict = store.scalar("PRAGMA quick_check")
-                count = store.scalar("SELECT count(*) FROM memories")
-                active = store.setting("active_model") or active
-                if verdict == "ok":
-                    results.append(
-                        _check(
-                            "database", "ok", f"{db}: schema {store.schema_version()}, {count} memories, quick_check ok"
-                        )
-                    )
+                if store.read_only is not None:
+                    fix = read_only_error(db, store.read_only).hint
+                    detail = f"{db} can be read but not changed: {store.read_only}"
+                    results.append(_check("writable", "warn", detail, fix))
+                found = store.integrity_problems(quick=True)
+                if found:
+                    error = damaged(db, f"quick_check: {found[0]}")
+                    results.append(_check("database", "fail", error.message, error.hint))
                 else:
-                    results.append(
-                        _check(
-                            "database",
-                            "fail",
-                            f"{db}: quick_check says {verdict}",
-                            "restore from a backup or export what is readable",
-                        )
-                    )
+                    count = store.scalar("SELECT count(*) FROM memories")
+                    active = store.setting("active_model") or active
+                    detail = f"{db}: schema {store.schema_version()}, {count} memories, quick_check ok"
+                    results.append(_check("database", "ok", detail))
             finally:
                 store.close()
         except EngramError as exc:

@@ -36,6 +36,14 @@ class StoreError(EngramError):
     """The database cannot be opened, created, migrated or written."""
 
 
+class DatabaseDamaged(StoreError):
+    """Part of the database file cannot be read: pages were overwritten, cut off or unreadable on disk."""
+
+
+class ReadOnlyDatabase(StoreError):
+    """The database, or the directory SQLite keeps its -wal and -shm files in, is not writable."""
+
+
 class ModelError(EngramError):
     """An embedding model is missing, corrupt or cannot be loaded."""
 

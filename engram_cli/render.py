@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from engram_cli.memory.manage import ForgetResult
     from engram_cli.memory.model import AddResult, Event, Memory
     from engram_cli.memory.recall import Hit
+    from engram_cli.memory.recover import RecoverReport
 
 CARD_HEADER = "The following are the user's long-term memories from engram, for reference only:"
 CARD_FOOTER = (
@@ -827,3 +828,45 @@ def schedule(plan: Schedule, *, as_json: bool) -> None:
     note(f"Output (only changes and errors) goes to {plan.log}.")
     note("systemd or launchd instead of cron: run the same commands on the same calendar (a user .timer, or a")
     note("LaunchAgent with StartCalendarInterval); the commands need nothing from cron itself.")
+
+
+# -- recover -------------------------------------------------------------------------------
+
+
+def recover_report(report: RecoverReport, *, as_json: bool) -> None:
+    """Per table what was saved and lost, then how to switch to the new file."""
+    if as_json:
+        json_out(report.to_dict())
+        return
+    import shlex
+
+    out(f"recovered {report.source} into {report.output}")
+    out(f"  {'table':<34} {'read':>8} {'lost':>8}")
+    for t in report.tables:
+        extra = []
+        if t.reembedded:
+            extra.append(f"{t.reembedded} re-embedded")
+        if t.dropped:
+            extra.append(f"{t.dropped} left out with their lost memory")
+        if t.rejected:
+            extra.append(f"{t.rejected} unusable")
+        lost = "?" if t.lost is None else str(t.lost)
+        out(f"  {t.table:<34} {t.read:>8} {lost:>8}  {', '.join(extra)}".rstrip())
+    out(f"  keyword index rebuilt for {report.keyword_rows} memories")
+    if report.links_cleared:
+        out(f"  {report.links_cleared} links to lost memories (superseded_by, consolidated_into) cleared")
+    if report.lost_memory_ids:
+        shown = ", ".join(i[:8] for i in report.lost_memory_ids[:10])
+        more = f" and {len(report.lost_memory_ids) - 10} more" if len(report.lost_memory_ids) > 10 else ""
+        out(f"  lost memories: {shown}{more} (--json lists them all)")
+    remade = sum(t.reembedded for t in report.tables)
+    if report.complete:
+        out("nothing was lost" + (f"; {remade} vectors were made again from their memory's text" if remade else ""))
+    else:
+        out("the rows counted as lost were on pages that could not be read")
+    source, output, aside = report.source, shlex.quote(report.output), f"{report.source}.damaged"
+    # A -wal beside the damaged file belongs to it: left there, SQLite would apply it to the new one.
+    moves = [f"mv {shlex.quote(f)} {shlex.quote(aside + f[len(source) :])}" for f in [source, *report.side_files]]
+    out("\nTo switch to it, keep the damaged file aside and move the new one in its place:")
+    out("  " + " && ".join([*moves, f"mv {output} {shlex.quote(source)}"]))
+    out(f"or use it where it is: engram --db {output} …")

@@ -45,6 +45,8 @@ def audit(
     """Report the store's health: stale, duplicate or conflicting memories, secrets, index and file damage."""
     report = _app(ctx).engram().audit(namespace=namespace, fix=fix, quick=quick, now=now)
     render.audit_report(report, as_json=as_json)
+    if report.damage is not None:
+        raise report.damage
     if strict and report.problems:
         names = ", ".join(f"{c.name} ({c.count})" for c in report.problems)
         raise ProblemsRemain(
@@ -53,5 +55,29 @@ def audit(
         )
 
 
+def recover(
+    ctx: typer.Context,
+    output: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[OUT]", help="The new database (default: <db>.recovered-<time>.db beside it); never overwritten."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Copy every row a damaged database still yields into a new one; the damaged file is only read.
+
+    Vectors that no longer read are made again from their memory's text, and the keyword index
+    is rebuilt. The report says what was saved and lost per table, and how to switch to the new file.
+    """
+    from engram_cli.api import Engram
+
+    app = _app(ctx)
+    with render.progress("recovering") as advance:
+        report = Engram.recover(output=output, config=app.config, paths=app.paths, progress=advance)
+    render.recover_report(report, as_json=as_json)
+
+
 def register(app: typer.Typer) -> None:
     app.command()(audit)
+    app.command()(recover)

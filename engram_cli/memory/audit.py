@@ -37,7 +37,7 @@ import numpy as np
 
 from engram_cli import redact as redactmod
 from engram_cli import text as textmod
-from engram_cli.errors import InvalidInput
+from engram_cli.errors import DatabaseDamaged, InvalidInput
 from engram_cli.memory import repair
 from engram_cli.memory.reembed import TARGET_MODEL_KEY
 from engram_cli.memory.remember import MERGE_CANDIDATES, chunked
@@ -54,7 +54,7 @@ from engram_cli.memory.similarity import (
     topic_terms,
 )
 from engram_cli.store import vectors
-from engram_cli.store.db import Store
+from engram_cli.store.db import Store, damaged
 from engram_cli.timeutil import now as utcnow
 from engram_cli.timeutil import to_iso
 
@@ -189,6 +189,9 @@ class AuditReport:
     quick: bool
     checks: list[Check]
     actions: list[Action] = field(default_factory=list)
+    # Set when the file is damaged: the integrity check says what was found, and the caller
+    # should fail with this error once the report is shown.
+    damage: DatabaseDamaged | None = None
 
     @property
     def problems(self) -> list[Check]:
@@ -279,6 +282,7 @@ class _Scope:
 class _Scan:
     checks: dict[str, Check]
     work: Work  # what --fix may repair
+    damage: DatabaseDamaged | None = None
 
 
 def excerpt(text: str, width: int = EXCERPT) -> str:
@@ -300,21 +304,37 @@ def _example(row: _Row, **extra: Any) -> dict[str, Any]:
 # -- the checks -------------------------------------------------------------------------------
 
 
-def _integrity(store: Store, quick: bool, limit: int) -> Check:
+def _integrity(store: Store, quick: bool, limit: int) -> tuple[Check, DatabaseDamaged | None]:
+    """The integrity check, and the error to fail with when it found the file damaged."""
     mode = "quick_check" if quick else "integrity_check"
-    messages = [str(r[0]) for r in store.rows(f"PRAGMA {mode}") if str(r[0]) != "ok"]
-    for table, rowid, parent, _ in store.rows("PRAGMA foreign_key_check"):
-        messages.append(f"{table} row {rowid} points at a missing row of {parent}")
-    return Check(
+    messages = store.integrity_problems(quick)
+    damage = damaged(store.path, f"{mode} found {len(messages)} problems") if messages else None
+    try:
+        for table, rowid, parent, _ in store.rows("PRAGMA foreign_key_check"):
+            messages.append(f"{table} row {rowid} points at a missing row of {parent}")
+    except DatabaseDamaged as exc:
+        messages.append(f"the foreign key check stopped: {exc.message}")
+        damage = exc
+    check = Check(
         "integrity",
         "SQLite integrity and foreign keys",
         ERROR,
         count=len(messages),
         examples=[{"detail": m} for m in messages[:limit]],
         details={"mode": mode},
-        hint="the file is damaged: restore a backup, or `engram export --all-namespaces` what still reads "
-        "and import it into a new database",
+        hint="the file is damaged: `engram recover` copies what can still be read into a new database; "
+        "or restore a backup",
     )
+    if damage is not None:
+        check.details["damaged"] = True
+    return check, damage
+
+
+def _unreadable(check: Check, exc: DatabaseDamaged) -> None:
+    """The integrity check after the other checks could not read what they need."""
+    check.count += 1
+    check.examples.append({"detail": f"the other checks were skipped: {exc.message}"})
+    check.details["damaged"] = True
 
 
 def _secrets(store: Store, rows: list[_Row], scope: _Scope, limit: int, work: Work, contact: bool = False) -> Check:
@@ -825,14 +845,20 @@ def _scan(store: Store, settings: AuditSettings, scope: _Scope, moment: datetime
     work = Work()
     n = settings.examples
     with store.read():
-        where, params = scope.where()
-        rows = [_Row(*r) for r in store.rows(f"SELECT {_ROW_COLUMNS} FROM memories WHERE {where} ORDER BY pk", params)]
-        checks = [_integrity(store, settings.quick, n), _secrets(store, rows, scope, n, work, settings.contact)]
-        checks.extend(_index(store, rows, n, work))
-        checks.append(_other_model(rows, settings.active_model, store.setting(TARGET_MODEL_KEY)))
-        checks.extend(_pair_checks(store, rows, settings, work))
-        checks.extend(_age_checks(rows, settings, moment))
-    return _Scan({c.name: c for c in checks}, work)
+        integrity, damage = _integrity(store, settings.quick, n)
+        try:
+            where, params = scope.where()
+            sql = f"SELECT {_ROW_COLUMNS} FROM memories WHERE {where} ORDER BY pk"
+            rows = [_Row(*r) for r in store.rows(sql, params)]
+            checks = [integrity, _secrets(store, rows, scope, n, work, settings.contact)]
+            checks.extend(_index(store, rows, n, work))
+            checks.append(_other_model(rows, settings.active_model, store.setting(TARGET_MODEL_KEY)))
+            checks.extend(_pair_checks(store, rows, settings, work))
+            checks.extend(_age_checks(rows, settings, moment))
+        except DatabaseDamaged as exc:
+            _unreadable(integrity, exc)
+            return _Scan({integrity.name: integrity}, Work(), exc)
+    return _Scan({c.name: c for c in checks}, work, damage)
 
 
 def run(
@@ -851,7 +877,10 @@ def run(
     scope = _Scope(None if namespaces is None else list(namespaces))
     scan = _scan(store, settings, scope, moment)
     actions: list[Action] = []
-    if fix:
+    if fix and scan.damage is not None:
+        # Every repair writes; writing into a damaged file can spread the damage to pages that still read.
+        scan.checks["integrity"].examples.append({"detail": "--fix repaired nothing: the file is damaged"})
+    elif fix:
         if repairs is None:
             raise InvalidInput("fixing needs the embedding models and the decay settings: pass repairs")
         actions, fixed = repair.run(
@@ -871,4 +900,5 @@ def run(
         quick=settings.quick,
         checks=list(scan.checks.values()),
         actions=actions,
+        damage=scan.damage,
     )

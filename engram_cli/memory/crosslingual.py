@@ -54,7 +54,8 @@ def script_means(store: Store, model_id: str, table: str) -> dict[str, np.ndarra
         counts[script] = counts.get(script, 0) + 1
     means = {s: sums[s] / counts[s] for s in sums if counts[s] >= MIN_PER_SCRIPT}
     payload = {"count": count, "means": {s: m.round(6).tolist() for s, m in means.items()}}
-    store.set_setting(_key(model_id), json.dumps(payload))
+    if store.read_only is None:  # a read-only database recomputes them each time
+        store.set_setting(_key(model_id), json.dumps(payload))
     return {s: np.asarray(m, dtype=np.float32) for s, m in means.items()}
 
 

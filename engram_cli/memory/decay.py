@@ -126,7 +126,8 @@ def run(
         params.extend(namespaces)
     pks = [int(r[0]) for r in store.rows(f"SELECT m.pk FROM memories m WHERE {where} ORDER BY m.pk", params)]
     for start in range(0, len(pks), BATCH):
-        with store.write():
+        # A dry run only reads, so it also works on a read-only database.
+        with store.read() if dry_run else store.write():
             for memory in records.load_many(store, pks[start : start + BATCH]).values():
                 if memory.status != "active":
                     continue

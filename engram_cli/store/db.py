@@ -5,29 +5,137 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
+import shlex
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import apsw
 
-from engram_cli.errors import StoreError
+from engram_cli.errors import DatabaseDamaged, EngramError, ReadOnlyDatabase, StoreError
 from engram_cli.store.migrations import MIGRATIONS, Migration
 from engram_cli.timeutil import iso_now
 
 log = logging.getLogger(__name__)
 
 MIGRATIONS_TABLE = "schema_migrations"
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+# sqlite-vec reports a vector or metadata chunk it cannot read as a plain SQLITE_ERROR with
+# one of these messages (sqlite-vec 0.1.x); underneath is a damaged page of its shadow tables.
+_VEC0_READ_FAILURE = re.compile(
+    r"blob read error|reading from blob failed|opening blob failed|could not open vectors blob"
+    r"|blob size doesn't match|Could not extract metadata value"
+)
+_READ_IOERRS = {apsw.SQLITE_IOERR_READ, apsw.SQLITE_IOERR_SHORT_READ}
+
+
+def damaged(path: Path, detail: str) -> DatabaseDamaged:
+    """The error for a file whose pages cannot be read; the hint names the way out."""
+    return DatabaseDamaged(
+        f"the database {path} is damaged ({detail})",
+        hint=f"`engram --db {shlex.quote(str(path))} recover` copies what can still be read into a new "
+        "database; or restore a backup",
+    )
+
+
+def domain_error(exc: apsw.Error, path: Path) -> StoreError | None:
+    """The domain error an apsw error stands for, or None when it is not about the file (a bug)."""
+    detail = str(exc) or type(exc).__name__
+    if isinstance(exc, apsw.CorruptError | apsw.NotADBError):
+        return damaged(path, detail)
+    if isinstance(exc, apsw.SQLError) and _VEC0_READ_FAILURE.search(str(exc)):
+        return damaged(path, f"a vector index page cannot be read: {detail}")
+    if isinstance(exc, apsw.IOError):
+        if getattr(exc, "extendedresult", None) in _READ_IOERRS:
+            return damaged(path, f"the disk could not read part of it{': ' + str(exc) if str(exc) else ''}")
+        return StoreError(
+            f"reading or writing {path} failed: {detail}",
+            hint="check the disk and its free space; nothing was half-written",
+        )
+    if isinstance(exc, apsw.FullError):
+        return StoreError(f"the disk holding {path} is full", hint="free some space and run the command again")
+    if isinstance(exc, apsw.ReadOnlyError):
+        return read_only_error(path, "SQLite can only read it (the file, its directory or the disk is read-only)")
+    return None
+
+
+class _Cursor(apsw.Cursor):
+    """Raises domain errors for damage and permissions, also while rows are fetched lazily."""
+
+    store: Store
+
+    def _raise(self, exc: apsw.Error) -> None:
+        error = domain_error(exc, self.store.path)
+        if isinstance(error, DatabaseDamaged):
+            self.store.damage = error
+        if error is not None:
+            raise error from exc
+
+    def execute(self, *args: Any, **kwargs: Any) -> apsw.Cursor:
+        try:
+            return super().execute(*args, **kwargs)
+        except apsw.Error as exc:
+            self._raise(exc)
+            raise
+
+    def executemany(self, *args: Any, **kwargs: Any) -> apsw.Cursor:
+        try:
+            return super().executemany(*args, **kwargs)
+        except apsw.Error as exc:
+            self._raise(exc)
+            raise
+
+    def __next__(self) -> Any:
+        try:
+            return super().__next__()
+        except apsw.Error as exc:
+            self._raise(exc)
+            raise
+
+    def fetchone(self) -> Any | None:
+        try:
+            return super().fetchone()
+        except apsw.Error as exc:
+            self._raise(exc)
+            raise
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return super().fetchall()
+        except apsw.Error as exc:
+            self._raise(exc)
+            raise
+
+
+def _cursors_for(store: Store) -> Callable[[apsw.Connection], apsw.Cursor]:
+    def make(conn: apsw.Connection) -> apsw.Cursor:
+        cursor = _Cursor(conn)
+        cursor.store = store
+        return cursor
+
+    return make
 
 
 class Store:
-    """An open engram database: one apsw connection with sqlite-vec loaded."""
+    """An open engram database: one apsw connection with sqlite-vec loaded.
 
-    def __init__(self, conn: apsw.Connection, path: Path) -> None:
+    Every query raises :class:`DatabaseDamaged` for pages that cannot be read and
+    :class:`ReadOnlyDatabase` for a write SQLite refuses, never a raw apsw error.
+    ``read_only`` says why the file was opened read-only (None when it is writable); ``damage``
+    keeps the last damage error raised, so a caller that goes on after per-item failures (ingest
+    reports a failing file and carries on) can still tell the database itself is the problem.
+    """
+
+    def __init__(self, conn: apsw.Connection, path: Path, read_only: str | None = None) -> None:
         self.conn = conn
         self.path = path
+        self.read_only = read_only
+        self.damage: DatabaseDamaged | None = None
         self._depth = 0
+        conn.cursor_factory = _cursors_for(self)
 
     # -- queries ---------------------------------------------------------------------
 
@@ -48,11 +156,17 @@ class Store:
 
     # -- transactions ----------------------------------------------------------------
 
+    def require_writable(self) -> None:
+        """Raise ReadOnlyDatabase, naming the file and the fix, when this store cannot be changed."""
+        if self.read_only is not None:
+            raise read_only_error(self.path, self.read_only)
+
     @contextlib.contextmanager
     def write(self) -> Iterator[Store]:
         """A write transaction. BEGIN IMMEDIATE takes the write lock up front, so two
         writers queue on the busy timeout instead of failing half-way. Nested use joins
         the outer transaction."""
+        self.require_writable()
         if self._depth:
             self._depth += 1
             try:
@@ -72,15 +186,20 @@ class Store:
             yield self
         except BaseException:
             self._depth = 0
-            self.conn.execute("ROLLBACK")
+            self._rollback()
             raise
         self._depth = 0
         try:
             self.conn.execute("COMMIT")
-        except apsw.Error:
-            if not self.conn.getautocommit():
-                self.conn.execute("ROLLBACK")
+        except (apsw.Error, EngramError):
+            self._rollback()
             raise
+
+    def _rollback(self) -> None:
+        # On a damaged file ROLLBACK itself may fail; the error that got us here is the one to report.
+        if not self.conn.getautocommit():
+            with contextlib.suppress(apsw.Error, EngramError):
+                self.conn.execute("ROLLBACK")
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Store]:
@@ -94,8 +213,12 @@ class Store:
             yield self
         finally:
             self._depth = 0
-            if not self.conn.getautocommit():
-                self.conn.execute("COMMIT")
+            # After a read met a damaged page, COMMIT fails with that damage again (and still ends
+            # the transaction); a read has nothing to commit, and the reader has seen the error.
+            with contextlib.suppress(DatabaseDamaged):
+                if not self.conn.getautocommit():
+                    self.conn.execute("COMMIT")
+            self._rollback()
 
     # -- settings --------------------------------------------------------------------
 
@@ -118,8 +241,36 @@ class Store:
     def schema_version(self) -> int:
         return int(self.scalar(f"SELECT coalesce(max(id), 0) FROM {MIGRATIONS_TABLE}") or 0)
 
+    def integrity_problems(self, quick: bool = False) -> list[str]:
+        """What ``PRAGMA integrity_check`` (or ``quick_check``) finds; empty when the file is sound.
+
+        On a damaged file SQLite reports what it found row by row and then fails the statement;
+        both the rows and that failure are returned.
+        """
+        problems: list[str] = []
+        try:
+            for (message,) in self.execute(f"PRAGMA {'quick_check' if quick else 'integrity_check'}"):
+                if str(message) != "ok":
+                    # "*** in database main ***" heads the list; the lines after it say what is wrong.
+                    problems.extend(line for line in str(message).splitlines() if line.strip() and line[:3] != "***")
+        except DatabaseDamaged as exc:
+            problems.append(f"the check stopped: {exc.message}")
+        return problems
+
     def close(self) -> None:
-        self.conn.close()
+        try:
+            self.conn.close()
+        except apsw.Error as exc:  # a failed checkpoint on close: the WAL keeps the data
+            log.warning("closing %s: %s", self.path, exc)
+
+
+def read_only_error(path: Path, reason: str) -> ReadOnlyDatabase:
+    target = path.parent if reason.startswith("its directory") else path
+    return ReadOnlyDatabase(
+        f"cannot change {path}: {reason}",
+        hint=f"make it writable (chmod u+w {shlex.quote(str(target))}), or copy the database somewhere "
+        "writable and pass --db",
+    )
 
 
 def _prepare_file(path: Path, create_dirs: bool) -> None:
@@ -218,6 +369,79 @@ def _is_foreign(conn: apsw.Connection) -> bool:
     return bool(names) and MIGRATIONS_TABLE not in names
 
 
+def _read_only_reason(path: Path) -> str | None:
+    """Why an existing database can only be read, or None when it is writable.
+
+    WAL mode keeps two files beside the database (-wal, -shm); SQLite must be able to
+    create them, so an unwritable directory makes the database read-only too.
+    """
+    if not path.exists():
+        return None
+    if not os.access(path, os.W_OK):
+        return "the file is read-only"
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        return f"its directory {path.parent} is read-only (SQLite keeps its -wal and -shm files there)"
+    return None
+
+
+def _open_read_only(path: Path, *, immutable: bool = False) -> apsw.Connection:
+    """A read-only connection that never writes the file, whatever its directory allows.
+
+    Measured with SQLite 3.54: ``mode=ro`` reads a WAL database, its -wal included, as long as
+    SQLite can open or create the -shm; in a read-only directory without one it fails with
+    CantOpenError. Then ``immutable=1`` reads the file (and a -wal left beside it) without
+    the -shm and without locks, which is safe because nobody can write there either.
+    """
+    uri = path.absolute().as_uri()
+    flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+    if immutable:
+        return apsw.Connection(f"{uri}?mode=ro&immutable=1", flags=flags)
+    conn = apsw.Connection(f"{uri}?mode=ro", flags=flags)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()  # opening is lazy: the -shm is needed here
+        return conn
+    except (apsw.CantOpenError, apsw.ReadOnlyError):
+        conn.close()
+    except BaseException:
+        conn.close()
+        raise
+    log.info("%s: no -shm can be made beside it; reading it as immutable", path)
+    return apsw.Connection(f"{uri}?mode=ro&immutable=1", flags=flags)
+
+
+def _not_a_database(path: Path, exc: BaseException) -> StoreError:
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(len(SQLITE_HEADER))
+    except OSError:
+        header = b""
+    if header == SQLITE_HEADER:
+        return damaged(path, f"its header or table list cannot be read: {exc}")
+    return StoreError(
+        f"{path} is not an engram database (not a SQLite file)",
+        hint="move the file away, or point --db / ENGRAM_DB at your engram database",
+    )
+
+
+def _check_schema(conn: apsw.Connection, path: Path, reason: str, migrations: Sequence[Migration]) -> None:
+    """A read-only database must already have the schema this engram expects: it cannot be migrated."""
+    applied: set[int] = set()
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (MIGRATIONS_TABLE,)).fetchone():
+        applied = {int(r[0]) for r in conn.execute(f"SELECT id FROM {MIGRATIONS_TABLE}")}
+    known = {m.id for m in migrations}
+    if applied - known:
+        raise StoreError(
+            f"{path} was written by a newer engram (schema {max(applied - known)})",
+            hint="upgrade engram (`pip install -U engram-localmem`) to open it",
+        )
+    if known - applied:
+        target = path.parent if reason.startswith("its directory") else path
+        raise ReadOnlyDatabase(
+            f"{path} needs a schema upgrade (to version {max(known)}) that cannot be written: {reason}",
+            hint=f"make it writable (chmod u+w {shlex.quote(str(target))}) and run any engram command once",
+        )
+
+
 def connect(
     path: Path,
     *,
@@ -225,25 +449,32 @@ def connect(
     busy_timeout_ms: int = 10000,
     migrations: Sequence[Migration] = MIGRATIONS,
 ) -> Store:
-    """Open (creating if needed) the database at ``path`` and bring its schema up to date."""
+    """Open (creating if needed) the database at ``path`` and bring its schema up to date.
+
+    A database that cannot be written (see ``Store.read_only``) is opened read-only: it can be
+    read, and every write raises ReadOnlyDatabase.
+    """
     path = Path(path)
     _prepare_file(path, create_dirs)
+    reason = _read_only_reason(path)
     try:
-        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
+        conn = _open_read_only(path) if reason else apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
     except apsw.CantOpenError as exc:
         raise StoreError(f"cannot open {path}", hint="check the path and its permissions") from exc
+    except (apsw.NotADBError, apsw.CorruptError) as exc:
+        raise _not_a_database(path, exc) from exc
+    store = Store(conn, path, read_only=reason)
     try:
         conn.set_busy_timeout(busy_timeout_ms)
         try:
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
-        except (apsw.NotADBError, apsw.CorruptError) as exc:
-            raise StoreError(
-                f"{path} is not an engram database (not a SQLite file, or damaged)",
-                hint="move the file away, or point --db / ENGRAM_DB at your engram database",
-            ) from exc
-        except apsw.ReadOnlyError as exc:
-            raise StoreError(f"{path} is read-only", hint="fix its permissions (chmod 600)") from exc
-        log.debug("journal mode %s", mode)
+            if reason is None:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                log.debug("journal mode %s", mode)
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        except DatabaseDamaged as exc:
+            raise _not_a_database(path, exc.__cause__ or exc) from exc
+        except ReadOnlyDatabase as exc:
+            raise read_only_error(path, "SQLite can only read it") from exc
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = NORMAL")
         # A purged memory (forget --hard, a redacted secret) must not linger in free pages.
@@ -254,8 +485,41 @@ def connect(
                 f"{path} is a SQLite database that engram did not create",
                 hint="point --db / ENGRAM_DB at an engram database or at a new file",
             )
-        migrate(conn, path, migrations)
+        if reason is None:
+            migrate(conn, path, migrations)
+        else:
+            _check_schema(conn, path, reason, migrations)
     except BaseException:
-        conn.close()
+        store.close()
         raise
-    return Store(conn, path)
+    return store
+
+
+def connect_read_only(path: Path) -> Store:
+    """Open an existing database only to read it, whatever its permissions, never migrating
+    or writing it: for copying rows out of a damaged file.
+
+    Without a -wal beside it nobody is writing it, so it is read as immutable: not even an
+    empty -wal or -shm is left beside it (``mode=ro`` would create both and keep them).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise StoreError(f"{path} does not exist", hint="pass the path of the database with --db")
+    wal = path.with_name(path.name + "-wal")
+    try:
+        conn = _open_read_only(path, immutable=not wal.exists())
+    except apsw.CantOpenError as exc:
+        raise StoreError(f"cannot open {path}", hint="check the path and its permissions") from exc
+    except (apsw.NotADBError, apsw.CorruptError) as exc:
+        raise _not_a_database(path, exc) from exc
+    store = Store(conn, path, read_only="it was opened only to read it")
+    try:
+        try:
+            store.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        except DatabaseDamaged as exc:
+            raise _not_a_database(path, exc.__cause__ or exc) from exc
+        _load_vec(conn)
+    except BaseException:
+        store.close()
+        raise
+    return store

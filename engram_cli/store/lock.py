@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from engram_cli.errors import BusyError
+from engram_cli.errors import BusyError, StoreError
 from engram_cli.timeutil import iso_now
 
 
@@ -114,8 +114,14 @@ def _busy(db_path: Path, task: str, fd: int) -> BusyError:
 def exclusive(db_path: Path, task: str) -> Iterator[None]:
     """Hold ``<db>.<task>.lock`` for the duration; raise BusyError at once if another process holds it."""
     path = lock_path(db_path, task)
-    # Close-on-exec: a child (an extract.command, anything a library starts) must not keep the lock alive.
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        # Close-on-exec: a child (an extract.command, anything a library starts) must not keep the lock alive.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create the lock file {path}: {exc.strerror}",
+            hint="make the database's directory writable, or move the database with --db",
+        ) from exc
     try:
         os.set_inheritable(fd, False)
         if not _try_lock(fd):
