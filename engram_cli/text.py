@@ -14,6 +14,7 @@ import hashlib
 import re
 import string
 import unicodedata
+from typing import Any
 
 # Han ideographs (with extension A and compatibility), kana, hangul.
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -64,6 +65,17 @@ def clean(text: str) -> str:
     if text.isascii() or _SURROGATE.search(text) is None:
         return text
     return _SURROGATE.sub("\ufffd", text)
+
+
+def clean_data(value: Any) -> Any:
+    """Decoded JSON (dicts, lists, strings at any depth, keys too) with every string made safe by :func:`clean`."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, dict):
+        return {clean(k) if isinstance(k, str) else k: clean_data(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_data(v) for v in value]
+    return value
 
 
 def normalize(text: str) -> str:

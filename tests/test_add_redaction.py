@@ -64,3 +64,11 @@ def test_contact_details_are_redacted_only_when_configured(cli: Any, rows: Any) 
     contents = [r[0] for r in rows("SELECT content FROM memories ORDER BY pk")]
     assert contents[0] == text
     assert contents[1] == "Billing questions go to [REDACTED:email]"
+
+
+def test_lone_surrogates_are_repaired_in_every_field(engram: Any, rows: Any) -> None:
+    engram.add("broken \ud800 text", summary="sum \udfff", tags=["t\ud800"], metadata={"k\ud800": "v\udc00"})
+    [(content, summary, metadata)] = rows("SELECT content, summary, metadata FROM memories")
+    assert content == "broken \ufffd text" and summary == "sum \ufffd"
+    assert json.loads(metadata) == {"k\ufffd": "v\ufffd"}
+    assert rows("SELECT tag FROM tags") == [("t\ufffd",)]

@@ -58,11 +58,17 @@ def test_add_from_stdin(cli: Any, rows: Any) -> None:
     assert rows("SELECT content FROM memories") == [("用户习惯用邮件发送周报",)]
 
 
+def test_stdin_that_is_not_utf8_is_repaired_not_refused(cli: Any, rows: Any) -> None:
+    # Invalid UTF-8 used to be an error; the issue asks for it to be replaced, never fatal.
+    result = cli("add", "-", input=b"caf\xe9 au lait\n")
+    assert "1 byte sequence(s) that are not UTF-8" in result.stderr
+    assert rows("SELECT content FROM memories") == [("caf\ufffd au lait",)]
+
+
 @pytest.mark.parametrize(
     ("args", "stdin", "message"),
     [
         (["add", ""], None, "empty"),
-        (["add", "-"], b"caf\xe9 au lait\n", "not valid UTF-8"),
         (["add", "x", "--type", "dream"], None, "unknown memory type"),
         (["add", "x", "--importance", "1.5"], None, "between 0 and 1"),
         (["add", "x", "--at", "yesterday-ish"], None, "cannot read"),
@@ -268,8 +274,8 @@ def test_recall_reads_the_query_from_stdin_for_a_dash(cli: Any) -> None:
     memory_id = cli("add", "The staging database runs on port 5433").stdout.strip()
     hits = json.loads(cli("recall", "-", "--json", input="which port does staging use?\n").stdout)
     assert [h["id"] for h in hits] == [memory_id]
-    bad = cli("recall", "-", input=b"\xff\xfe", ok=False)
-    assert bad.exit_code == 1 and "not valid UTF-8" in bad.stderr
+    repaired = cli("recall", "-", "--json", input=b"which port does staging use\xff?\n")
+    assert "not UTF-8" in repaired.stderr and [h["id"] for h in json.loads(repaired.stdout)] == [memory_id]
 
 
 def test_list_says_when_more_match_than_it_shows(cli: Any) -> None:

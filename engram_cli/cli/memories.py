@@ -10,7 +10,7 @@ import typer
 
 from engram_cli import render
 from engram_cli.cli.context import AppContext
-from engram_cli.errors import InvalidInput, UsageError
+from engram_cli.errors import UsageError
 
 NamespaceOpt = Annotated[
     str | None, typer.Option("--namespace", "-n", help="Namespace (default: $ENGRAM_NAMESPACE, config, 'default').")
@@ -49,15 +49,14 @@ def _app(ctx: typer.Context) -> AppContext:
 
 
 def _read_stdin() -> str:
+    """Standard input as text; bytes that are not UTF-8 become U+FFFD (said on stderr), never an error."""
     stream = getattr(sys.stdin, "buffer", None)
     data: bytes = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidInput(
-            f"standard input is not valid UTF-8 (bad byte at offset {exc.start})",
-            hint="convert it first, e.g. iconv -f LATIN1 -t UTF-8",
-        ) from exc
+    text = data.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd") - data.count("\ufffd".encode())
+    if bad:
+        render.note(f"standard input held {bad} byte sequence(s) that are not UTF-8; each became U+FFFD")
+    return text
 
 
 def _meta(pairs: list[str] | None) -> dict[str, Any]:

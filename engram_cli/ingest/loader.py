@@ -35,7 +35,7 @@ from engram_cli.ingest import SOURCES, files, importer, limits
 from engram_cli.ingest.base import Batch, Cursor, Importer, Session
 from engram_cli.ingest.extract import Item, extract
 from engram_cli.ingest.report import IngestReport, Planned, SourceReport
-from engram_cli.ingest.scrub import clean_data, scrub
+from engram_cli.ingest.scrub import scrub
 from engram_cli.memory import records, remember
 from engram_cli.memory.model import MEMORY_TYPES
 from engram_cli.project import project_namespace
@@ -124,7 +124,7 @@ def load_digest(store: Store, source: str, key: str) -> dict[str, Any]:
 def save_digest(store: Store, source: str, session: Session, namespace: str, digest: dict[str, Any]) -> None:
     # The digest is drawn from redacted messages already; it is redacted again because it keeps
     # text (the first prompt, failing command lines) for as long as the session lives.
-    safe, _ = redact.redact_data(clean_data(digest))
+    safe, _ = redact.redact_data(textmod.clean_data(digest))
     store.execute(
         "INSERT INTO ingest_sessions (source, session_key, path, namespace, digest, updated_at) "
         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source, session_key) DO UPDATE SET path = excluded.path, "
@@ -202,7 +202,7 @@ def run_extract_command(command: str, session: Session, digest: dict[str, Any]) 
             raise InvalidInput(f"extract.command output line {lineno} is not JSON: {exc.msg}") from exc
         if not isinstance(record, dict):
             raise InvalidInput(f"extract.command output line {lineno} is not an object")
-        record = clean_data(record)  # JSON escapes can spell a lone surrogate
+        record = textmod.clean_data(record)  # JSON escapes can spell a lone surrogate
         record.setdefault("key", f"command:{lineno}:{textmod.content_hash(str(record.get('content')))[:12]}")
         items.append(_record_item(record, lineno))
     return items

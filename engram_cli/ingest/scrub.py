@@ -19,18 +19,7 @@ from typing import Any
 
 from engram_cli import redact
 from engram_cli.ingest.base import Batch, Message
-from engram_cli.text import clean
-
-
-def clean_data(value: Any) -> Any:
-    """Decoded JSON (dicts, lists, strings) with every string, keys too, made safe to encode."""
-    if isinstance(value, str):
-        return clean(value)
-    if isinstance(value, dict):
-        return {clean(k) if isinstance(k, str) else k: clean_data(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [clean_data(v) for v in value]
-    return value
+from engram_cli.text import clean, clean_data
 
 
 def secret_free(text: str, contact: bool = False) -> str:

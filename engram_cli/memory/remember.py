@@ -182,6 +182,9 @@ def prepare(
             f"unknown field(s): {', '.join(sorted(unknown))}",
             hint=f"the fields are: {', '.join(FIELDS)}",
         )
+    # Text that cannot be encoded (a lone surrogate from a JSON escape or a non-UTF-8 argument) is
+    # repaired, never fatal: each such character becomes U+FFFD.
+    fields = textmod.clean_data(dict(fields))
     content = fields.get("content")
     if not isinstance(content, str):
         raise InvalidInput("content must be text")

@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,9 +37,6 @@ BATCH = 200
 # Deeper than any record engram writes, and shallow enough that walking a line (redaction,
 # serialisation) never comes near Python's recursion limit.
 MAX_DEPTH = 100
-# Python reads undecodable bytes as lone surrogates (surrogateescape), and JSON can spell one
-# as an escape; SQLite cannot store them, so both become U+FFFD.
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # What a minimal record may carry: the fields `engram add` takes, with "at" for created_at.
 MINIMAL_FIELDS = (*(f for f in remember.FIELDS if f != "supersedes"), "at")
 
@@ -105,17 +101,6 @@ def _require(data: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> A
     return value
 
 
-def _scrub(value: Any) -> Any:
-    """``value`` with every lone surrogate, in keys and strings at any depth, replaced by U+FFFD."""
-    if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {_scrub(k): _scrub(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_scrub(v) for v in value]
-    return value
-
-
 def _too_deep(value: Any) -> bool:
     """Whether ``value`` nests objects and lists more than MAX_DEPTH levels (checked without recursion)."""
     stack: list[tuple[Any, int]] = [(value, 1)]
@@ -132,8 +117,8 @@ def _too_deep(value: Any) -> bool:
 
 def _decode(raw: str) -> tuple[Any, bool]:
     """The JSON value of one line, and whether invalid UTF-8 or lone surrogates were replaced in it."""
-    replaced = bool(_LONE_SURROGATE.search(raw))
-    text = _LONE_SURROGATE.sub("\ufffd", raw) if replaced else raw
+    text = textmod.clean(raw)
+    replaced = text != raw
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -143,7 +128,7 @@ def _decode(raw: str) -> tuple[Any, bool]:
         raise InvalidInput(f"JSON nested too deeply (more than {MAX_DEPTH} levels)") from exc
     if _too_deep(data):
         raise InvalidInput(f"JSON nested too deeply (more than {MAX_DEPTH} levels)")
-    scrubbed = _scrub(data)
+    scrubbed = textmod.clean_data(data)
     return scrubbed, replaced or scrubbed != data
 
 
