@@ -39,6 +39,17 @@ def typecheck(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def reliability(session: nox.Session) -> None:
+    """The long reliability suite: 8 writers x 150 adds beside compact/decay/ingest, 50 kill -9 trials each
+    for ingest, compact and reembed, every hostile input as its own process, secrets planted everywhere."""
+    session.install("-e", ".[dev]")
+    session.run(
+        "pytest", "tests/test_reliability.py", "-s", "-p", "no:cacheprovider", *session.posargs,
+        env={**ENV, "ENGRAM_RELIABILITY": "long"},
+    )  # fmt: skip
+
+
+@nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
     """Cold start, add and recall throughput at 10k and 100k memories, bytes per memory."""
     session.install("-e", ".")
