@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 # engram is imported before it ever imports onnxruntime, so this is early enough.
 os.environ["ORT_DISABLE_TELEMETRY"] = "1"
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["Engram", "__version__"]
 
 if TYPE_CHECKING:

@@ -351,3 +351,29 @@ def test_export_into_a_fifo_keeps_the_fifo(cli: Any, tmp_path: Path) -> None:
         os.close(reader)
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
     assert json.loads(data)["content"] == "Deploys go through make release"
+
+
+def test_no_network_connection_is_ever_attempted(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    attempts: list[Any] = []
+    real_connect = socket.socket.connect
+
+    def refuse(self: socket.socket, address: Any) -> None:
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            attempts.append(address)
+            raise OSError("network use is not allowed in engram")
+        real_connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: attempts.append(a) or [])
+    log = tmp_path / "records.jsonl"
+    log.write_text(json.dumps({"content": "Deploys go through make release"}) + "\n")
+    cli("add", "The staging database runs on port 5433")
+    cli("recall", "which port does staging use")
+    cli("ingest", "jsonl", "--path", str(log))
+    cli("compact")
+    cli("audit", "--fix")
+    cli("export", str(tmp_path / "out.jsonl"))
+    cli("doctor", ok=False)
+    assert attempts == []
