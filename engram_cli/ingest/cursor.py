@@ -226,7 +226,10 @@ class _Reader:
             return {}
         marks = ", ".join("?" for _ in _ITEM_KEYS)
         found: dict[str, Any] = {}
-        for key, value in self.conn.execute(f"SELECT key, value FROM ItemTable WHERE key IN ({marks})", _ITEM_KEYS):
+        # Values are read as bytes and decoded here: a damaged row that is not UTF-8 is one skipped value, not a
+        # UnicodeDecodeError from the binding that fails the whole file.
+        items = f"SELECT key, CAST(value AS BLOB) FROM ItemTable WHERE key IN ({marks})"
+        for key, value in self.conn.execute(items, _ITEM_KEYS):
             parsed = self._json(value, f"{self.path}:ItemTable:{key}")
             if parsed is not None:
                 found[key] = parsed
@@ -337,9 +340,12 @@ class _Reader:
 
     def _composers(self, headers: Any, folder: str | None) -> Iterator[_Conversation]:
         listed = _header_projects(headers)
-        query = "SELECT key, value FROM cursorDiskKV WHERE key >= 'composerData:' AND key < 'composerData;'"
+        query = (
+            "SELECT CAST(key AS BLOB), CAST(value AS BLOB) FROM cursorDiskKV "
+            "WHERE key >= 'composerData:' AND key < 'composerData;'"
+        )
         for raw_key, value in self.conn.execute(query).fetchall():
-            key = str(raw_key)
+            key = bytes(raw_key).decode("utf-8", "replace")
             where = f"{self.path}:cursorDiskKV:{key}"
             data = self._json(value, where)
             if data is None:
@@ -376,7 +382,7 @@ class _Reader:
 
     def _bubbles_from_headers(self, cid: str, heads: list[Any], mapping: dict[str, Any]) -> list[Message]:
         messages: list[Message] = []
-        query = "SELECT value FROM cursorDiskKV WHERE key = ?"
+        query = "SELECT CAST(value AS BLOB) FROM cursorDiskKV WHERE key = ?"
         for index, head in enumerate(heads):
             bid = head.get("bubbleId") if isinstance(head, dict) else None
             if not isinstance(bid, str):

@@ -277,7 +277,7 @@ class Loader:
             at_end.offset = stat.st_size
             return _FilePlan(key, Batch([], at_end), [])
         except Exception as exc:  # one importer's bug must not stop the other files
-            log.exception("importer %s failed on %s", imp.name, key)
+            log.debug("importer %s failed on %s", imp.name, key, exc_info=True)
             report.error(f"{key}: the {imp.name} importer failed ({_exception(exc)})")
             return None
         report.redacted.update(scrub(batch, contact=self.contact))
@@ -295,7 +295,7 @@ class Loader:
         except InvalidInput as exc:
             report.error(f"{key} {exc.message}")
         except Exception as exc:  # a bug in the rules must not stop the other files either
-            log.exception("extracting memories from %s failed", key)
+            log.debug("extracting memories from %s failed", key, exc_info=True)
             report.error(f"{key}: extracting memories failed ({_exception(exc)})")
         return None  # the cursor stays: the file is read again once the problem is fixed
 
@@ -478,7 +478,7 @@ class Loader:
             report.error(f"{plan.path}: {exc.message}")
         except Exception as exc:
             del report.memories[before:]
-            log.exception("writing what was read from %s failed", plan.path)
+            log.debug("writing what was read from %s failed", plan.path, exc_info=True)
             report.error(f"{plan.path}: could not be written ({_exception(exc)})")
 
 
@@ -538,7 +538,7 @@ def run(
         except EngramError:
             raise  # a --path that does not exist: the whole command is wrong, not one file
         except Exception as exc:  # a listing that trips (a permission, a loop) costs this source, not the run
-            log.exception("listing the files of %s failed", name)
+            log.debug("listing the files of %s failed", name, exc_info=True)
             part.error(f"its files could not be listed ({_exception(exc)})")
             report.sources.append(part)
             continue
@@ -595,7 +595,7 @@ def listing(engram: Engram, *, env: Mapping[str, str] | None = None, home: Path 
         try:
             states = [_file_state(engram, path) for path in sorted(set(imp.locate(env, home)))]
         except Exception as exc:  # one source that cannot be listed still leaves the others to show
-            log.exception("listing the files of %s failed", name)
+            log.debug("listing the files of %s failed", name, exc_info=True)
             states, error = [], f"its files could not be listed ({_exception(exc)})"
         sessions = int(engram.store.scalar("SELECT count(*) FROM ingest_sessions WHERE source = ?", (name,)) or 0)
         items = int(engram.store.scalar("SELECT count(*) FROM ingest_items WHERE source = ?", (name,)) or 0)
