@@ -345,7 +345,7 @@ class _Reader:
             "WHERE key >= 'composerData:' AND key < 'composerData;'"
         )
         for raw_key, value in self.conn.execute(query).fetchall():
-            key = bytes(raw_key).decode("utf-8", "replace")
+            key = raw_key.decode("utf-8", "replace") if isinstance(raw_key, bytes) else str(raw_key)
             where = f"{self.path}:cursorDiskKV:{key}"
             data = self._json(value, where)
             if data is None:
