@@ -52,8 +52,8 @@ for entry in (REPO_ROOT, Path(__file__).resolve().parent):
 import synthetic  # noqa: E402
 
 from engram_cli import Engram, __version__  # noqa: E402
-from engram_cli import text as textmod  # noqa: E402
 from engram_cli.embed import DEFAULT_MODEL_ID, load_embedder, load_manifest  # noqa: E402
+from engram_cli.lang import text as textmod  # noqa: E402
 from engram_cli.store.migrations import MIGRATIONS  # noqa: E402
 
 DEFAULT_SIZES = (10_000, 100_000)

@@ -50,8 +50,8 @@ import synthetic  # noqa: E402
 
 import bench  # noqa: E402
 from engram_cli import Engram  # noqa: E402
-from engram_cli import text as textmod  # noqa: E402
 from engram_cli.embed import DEFAULT_MODEL_ID, load_embedder  # noqa: E402
+from engram_cli.lang import text as textmod  # noqa: E402
 from engram_cli.timeutil import to_iso  # noqa: E402
 
 BASE = 2_000

@@ -27,9 +27,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from engram_cli import redact, timeexpr  # noqa: E402
-from engram_cli import text as textmod  # noqa: E402
 from engram_cli.embed import load_embedder  # noqa: E402
+from engram_cli.lang import redact, timeexpr  # noqa: E402
+from engram_cli.lang import text as textmod  # noqa: E402
 from engram_cli.memory import similarity  # noqa: E402
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)

@@ -8,7 +8,7 @@ oldest first, an episode not yet taken becomes a leader and takes every untaken
 episode whose cosine to it reaches the threshold for the pair; a leader with
 fewer than ``min_cluster - 1`` such neighbours takes nobody and stays free.
 
-The threshold depends on the scripts of the two texts (``engram_cli.text.script_of``:
+The threshold depends on the scripts of the two texts (``engram_cli.lang.text.script_of``:
 ``latin`` or ``cjk``): ``latin`` when leader and member are both Latin, ``cjk``
 when both are CJK, ``cross`` otherwise. One number cannot serve all three on a
 multilingual model: multilingual-e5 vectors are anisotropic, unrelated Chinese
@@ -111,8 +111,8 @@ for entry in (REPO_ROOT, REPO_ROOT / "scripts"):
 from calibrate_merge import is_english_only, model_ids, read_manifest, save_results, update_manifest  # noqa: E402
 
 from engram_cli.config import DEFAULTS  # noqa: E402
+from engram_cli.lang.text import SCRIPTS, script_of  # noqa: E402
 from engram_cli.memory import compact as compactmod  # noqa: E402
-from engram_cli.text import SCRIPTS, script_of  # noqa: E402
 
 DEFAULT_EPISODES = REPO_ROOT / "tests" / "data" / "compact_episodes.jsonl"
 DEFAULT_OUT = REPO_ROOT / "scripts" / "compact_thresholds.json"

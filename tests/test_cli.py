@@ -136,7 +136,7 @@ def test_card_budget_stops_before_overflow(cli: Any) -> None:
     small = cli("recall", "service cluster", "--format", "card", "-k", "6", "--budget", "140").stdout
     assert full.count("[memory #") == 6
     assert 0 < small.count("[memory #") < 6
-    from engram_cli.text import estimate_tokens
+    from engram_cli.lang.text import estimate_tokens
 
     assert estimate_tokens(small) <= 140 + 2  # newlines between blocks are not counted as tokens
     none = cli("recall", "service cluster", "--format", "card", "--budget", "5").stdout

@@ -19,7 +19,7 @@ from engram_cli.ingest import SOURCES, base, files, importer, loader
 from engram_cli.ingest.base import Batch, Cursor, Message, Session
 from engram_cli.ingest.common import chain_digest, lines_digest, messages_digest
 from engram_cli.ingest.scrub import scrub
-from engram_cli.text import clean
+from engram_cli.lang.text import clean
 
 T = TypeVar("T")
 SESSION = "0b3c9f1e-2d4a-4c1b-9e55-6f7a8b9c0d1e"

@@ -292,7 +292,7 @@ def test_every_secret_kind_planted_in_logs_is_absent_from_the_db_bytes(
 ) -> None:
     from test_redact import POSITIVE
 
-    from engram_cli.redact import KINDS
+    from engram_cli.lang.redact import KINDS
 
     log = tmp_path / "planted.jsonl"
     log.write_text(

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from engram_cli import text as textmod
-from engram_cli import timeexpr
 from engram_cli.embed import load_embedder
+from engram_cli.lang import text as textmod
+from engram_cli.lang import timeexpr
 from engram_cli.memory import similarity
 
 SIZE = 100_000

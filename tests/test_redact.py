@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engram_cli.redact import (
+from engram_cli.lang.redact import (
     CONTACT_KINDS,
     KINDS,
     MARKER_RE,

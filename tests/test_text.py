@@ -7,7 +7,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engram_cli import text
+from engram_cli.lang import text
 
 
 def test_chinese_runs_become_bigrams() -> None:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engram_cli.timeexpr import TimeRange, find_time, strip_time
+from engram_cli.lang.timeexpr import TimeRange, find_time, strip_time
 
 NOW = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)  # a Thursday
 

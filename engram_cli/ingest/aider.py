@@ -37,7 +37,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from engram_cli import redact
 from engram_cli.ingest import files
 from engram_cli.ingest.base import (
     ASSISTANT,
@@ -53,6 +52,7 @@ from engram_cli.ingest.base import (
     excerpt,
 )
 from engram_cli.ingest.common import utf8
+from engram_cli.lang import redact
 from engram_cli.timeutil import to_iso
 
 CHAT_FILE = ".aider.chat.history.md"

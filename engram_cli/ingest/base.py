@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from engram_cli import redact
 from engram_cli.ingest import files, limits
+from engram_cli.lang import redact
 
 # Roles a message can have after import.
 USER = "user"

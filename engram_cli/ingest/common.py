@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, unquote, urlparse
 
-from engram_cli import redact
 from engram_cli.ingest import files
 from engram_cli.ingest.base import Cursor, Message, clip
-from engram_cli.text import clean
+from engram_cli.lang import redact
+from engram_cli.lang.text import clean
 from engram_cli.timeutil import to_iso
 
 if TYPE_CHECKING:

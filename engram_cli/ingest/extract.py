@@ -37,7 +37,7 @@ from typing import Any
 
 from engram_cli.errors import InvalidInput
 from engram_cli.ingest.base import ASSISTANT, SHELL, TOOL, USER, Message, Session
-from engram_cli.text import STOPWORDS, clean, content_hash, script_of
+from engram_cli.lang.text import STOPWORDS, clean, content_hash, script_of
 from engram_cli.timeutil import parse_time
 
 

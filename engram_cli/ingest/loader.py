@@ -28,14 +28,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engram_cli import redact
-from engram_cli import text as textmod
 from engram_cli.errors import EngramError, InvalidInput, NotFound, UsageError
 from engram_cli.ingest import SOURCES, files, importer, limits
 from engram_cli.ingest.base import Batch, Cursor, Importer, Session
 from engram_cli.ingest.extract import Item, extract
 from engram_cli.ingest.report import IngestReport, Planned, SourceReport
 from engram_cli.ingest.scrub import scrub
+from engram_cli.lang import redact
+from engram_cli.lang import text as textmod
 from engram_cli.memory import records, remember
 from engram_cli.memory.model import MEMORY_TYPES
 from engram_cli.project import project_namespace

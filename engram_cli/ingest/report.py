@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from engram_cli.text import clean
+from engram_cli.lang.text import clean
 
 # Notes kept per source for --verbose; past this the count in ``skipped`` still says how many.
 MAX_NOTES = 1000

@@ -6,7 +6,7 @@ its own:
 
 - every text field of the sessions, messages, records and cursor is made safe to encode (a
   lone surrogate, which JSON can escape and UTF-8 cannot hold, becomes U+FFFD; see
-  :func:`engram_cli.text.clean`);
+  :func:`engram_cli.lang.text.clean`);
 - messages, titles, summaries, session keys, records and the cursor's state are redacted, so
   that whatever is drawn from them (an episode quoting the first prompt, a failing ``curl`` kept
   in the digest until its fix comes) starts from redacted text.
@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from engram_cli import redact
 from engram_cli.ingest.base import Batch, Message
-from engram_cli.text import clean, clean_data
+from engram_cli.lang import redact
+from engram_cli.lang.text import clean, clean_data
 
 
 def secret_free(text: str, contact: bool = False) -> str:

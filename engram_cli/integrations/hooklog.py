@@ -37,7 +37,7 @@ class Failure:
 
 
 def _one_line(text: str) -> str:
-    from engram_cli import redact
+    from engram_cli.lang import redact
 
     flat = " ".join(text.split())
     # An error may quote input; redact before clipping so no cut secret survives.

@@ -3,7 +3,7 @@
 Checks, by severity (``error`` and ``warning`` are problems; ``info`` lists memories to review):
 
 - integrity (error): ``PRAGMA integrity_check`` (``quick_check`` when quick) and ``foreign_key_check``.
-- secrets (error): credentials or personal numbers (see :mod:`engram_cli.redact`) in any column that
+- secrets (error): credentials or personal numbers (see :mod:`engram_cli.lang.redact`) in any column that
   holds text, of any table: :data:`SCANNED` lists them, :data:`NOT_SCANNED` says why each other text
   column cannot hold one, :data:`INDEX_TABLES` why the index tables are not read.
 - missing_index (error): a memory without a vector in its model's table, without a keyword row, or whose
@@ -35,9 +35,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from engram_cli import redact as redactmod
-from engram_cli import text as textmod
 from engram_cli.errors import DatabaseDamaged, InvalidInput
+from engram_cli.lang import redact as redactmod
+from engram_cli.lang import text as textmod
 from engram_cli.memory import repair
 from engram_cli.memory.reembed import TARGET_MODEL_KEY
 from engram_cli.memory.remember import MERGE_CANDIDATES, chunked

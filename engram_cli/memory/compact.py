@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
-from engram_cli import redact
-from engram_cli import text as textmod
 from engram_cli.errors import ConflictError, InvalidInput, NotFound
+from engram_cli.lang import redact
+from engram_cli.lang import text as textmod
 from engram_cli.memory import decay as decaymod
 from engram_cli.memory import records
 from engram_cli.memory.model import Memory, Source

@@ -18,7 +18,7 @@ import json
 
 import numpy as np
 
-from engram_cli import text as textmod
+from engram_cli.lang import text as textmod
 from engram_cli.store.db import Store
 
 SAMPLE = 4000

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from engram_cli import text as textmod
 from engram_cli.errors import InvalidInput, ModelError
+from engram_cli.lang import text as textmod
 from engram_cli.memory import compact as compactmod
 from engram_cli.memory import records, repair
 from engram_cli.memory.model import Event, Memory, passage_text

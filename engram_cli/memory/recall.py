@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from engram_cli import text as textmod
-from engram_cli import timeexpr
 from engram_cli.errors import InvalidInput
+from engram_cli.lang import text as textmod
+from engram_cli.lang import timeexpr
 from engram_cli.memory import crosslingual, records
 from engram_cli.memory.model import MEMORY_TYPES, STATUSES, Memory
 from engram_cli.store import vectors

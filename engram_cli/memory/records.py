@@ -10,8 +10,8 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from engram_cli import text as textmod
 from engram_cli.errors import AmbiguousId, ConflictError, InvalidInput, NotFound
+from engram_cli.lang import text as textmod
 from engram_cli.memory.model import MEMORY_COLUMNS, Event, Memory, Source
 from engram_cli.store import vectors
 from engram_cli.store.db import Store

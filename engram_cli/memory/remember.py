@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from engram_cli import redact as redactmod
-from engram_cli import text as textmod
 from engram_cli.errors import ConflictError, InvalidInput
+from engram_cli.lang import redact as redactmod
+from engram_cli.lang import text as textmod
 from engram_cli.memory import records
 from engram_cli.memory.model import (
     DEFAULT_IMPORTANCE,

@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engram_cli import text as textmod
+from engram_cli.lang import text as textmod
 
 _NUMBER = re.compile(r"\d+(?:[.:]\d+)*")
 _NEGATION_EN = re.compile(

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from engram_cli import redact as redactmod
-from engram_cli import text as textmod
 from engram_cli.errors import InvalidInput
+from engram_cli.lang import redact as redactmod
+from engram_cli.lang import text as textmod
 from engram_cli.memory import records, remember
 from engram_cli.memory.model import MEMORY_TYPES, STATUSES, Source, normalize_name, normalize_namespace
 from engram_cli.memory.recall import Filters

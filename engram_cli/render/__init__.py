@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from engram_cli.text import estimate_tokens
+from engram_cli.lang.text import estimate_tokens
 
 if TYPE_CHECKING:
     from rich.console import Console
