@@ -1,4 +1,4 @@
-"""One typed settings tree is the only source of defaults: the library and the CLI agree."""
+"""One typed settings tree is the only source of defaults: the library, the CLI and the README agree."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import dataclasses
 import inspect
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,9 @@ from engram_cli.config.settings import HalfLives, Settings
 from engram_cli.memory import audit, compact, recall, remember
 from engram_cli.memory.model import MEMORY_TYPES
 from engram_cli.store import db
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "scripts" / "config_table.py"
 
 MEMORIES = [
     ("Deploys go through `make release` from the release branch", {"importance": 0.8}),
@@ -112,3 +117,24 @@ def test_a_file_value_of_a_float_setting_may_be_written_as_a_whole_number(engram
     assert cfg.settings.extract.timeout_s == 30.0 and isinstance(cfg.settings.extract.timeout_s, float)
     assert cfg.settings.summarizer.timeout_s == Settings().summarizer.timeout_s
     assert cfg.origins == {"extract.timeout_s": str(engram_home / "config.toml")}
+
+
+def _table(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, check=False)
+
+
+def test_the_readme_configuration_table_is_the_one_the_settings_generate() -> None:
+    checked = _table("--check")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_the_table_check_fails_on_a_stale_readme_and_the_script_repairs_it(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    current = (REPO / "README.md").read_text(encoding="utf-8")
+    row = "| `recall.k` | `5` | memories returned |"
+    assert row in current
+    readme.write_text(current.replace(row, "| `recall.k` | `8` | memories returned |"), encoding="utf-8")
+    assert _table("--check", "--readme", str(readme)).returncode == 1
+    assert _table("--readme", str(readme)).returncode == 0
+    assert readme.read_text(encoding="utf-8") == current
+    assert _table("--check", "--readme", str(readme)).returncode == 0
