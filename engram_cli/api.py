@@ -22,7 +22,7 @@ from engram_cli.memory import manage, remember, transfer
 from engram_cli.memory import recover as recovermod
 from engram_cli.memory import reembed as reembedmod
 from engram_cli.memory import repair as repairmod
-from engram_cli.memory.model import MEMORY_TYPES, AddResult, Event, Memory, normalize_name, normalize_namespace
+from engram_cli.memory.model import AddResult, Event, Memory, normalize_name, normalize_namespace
 from engram_cli.memory.recall import Filters, Hit, RecallSettings, recall
 from engram_cli.memory.similarity import SUPERSEDE_MARGIN
 from engram_cli.store import connect
@@ -58,6 +58,11 @@ class Engram:
         self.store = store
         self.config = cfg
 
+    @property
+    def settings(self) -> configmod.Settings:
+        """The effective settings (``config.settings``): defaults, config.toml, ENGRAM_* variables."""
+        return self.config.settings
+
     # -- lifecycle ---------------------------------------------------------------
 
     @classmethod
@@ -74,7 +79,7 @@ class Engram:
         store = connect(
             paths.db,
             create_dirs=paths.db_is_default,
-            busy_timeout_ms=int(cfg.get("store.busy_timeout_ms")),
+            busy_timeout_ms=cfg.settings.store.busy_timeout_ms,
         )
         return cls(store, cfg)
 
@@ -100,7 +105,7 @@ class Engram:
             paths.db,
             None if output is None else Path(output).expanduser(),
             embedder=_passages,
-            fallback_model=str(cfg.get("model")),
+            fallback_model=cfg.settings.model,
             progress=progress,
         )
 
@@ -129,7 +134,7 @@ class Engram:
     @property
     def active_model(self) -> str:
         """The model new vectors are made with: the database's own record, else the config."""
-        return self.store.setting(ACTIVE_MODEL_KEY) or str(self.config.get("model"))
+        return self.store.setting(ACTIVE_MODEL_KEY) or self.settings.model
 
     def _embedder(self, model_id: str) -> Any:
         from engram_cli.embed import load_embedder
@@ -142,7 +147,7 @@ class Engram:
         The config overrides; otherwise the model's calibrated value, or 0.92 for a model
         without one (or one engram does not ship).
         """
-        threshold = self.config.get("merge.threshold")
+        threshold = self.settings.merge.threshold
         if threshold is None:
             from engram_cli.embed import load_manifest
 
@@ -151,16 +156,16 @@ class Engram:
             except ModelError:
                 if model_id is None:
                     raise
-        merge_at = float(threshold if threshold is not None else DEFAULT_MERGE_THRESHOLD)
-        supersede_at = self.config.get("supersede.min_similarity")
-        return merge_at, float(supersede_at if supersede_at is not None else merge_at - SUPERSEDE_MARGIN)
+        merge_at = threshold if threshold is not None else DEFAULT_MERGE_THRESHOLD
+        supersede_at = self.settings.supersede.min_similarity
+        return merge_at, supersede_at if supersede_at is not None else merge_at - SUPERSEDE_MARGIN
 
     def merge_policy(self, no_merge: bool = False) -> remember.MergePolicy:
         merge_at, supersede_at = self.thresholds()
         return remember.MergePolicy(
-            enabled=bool(self.config.get("merge.enabled")) and not no_merge,
+            enabled=self.settings.merge.enabled and not no_merge,
             threshold=merge_at,
-            supersede=bool(self.config.get("supersede.enabled")),
+            supersede=self.settings.supersede.enabled,
             supersede_similarity=supersede_at,
         )
 
@@ -184,8 +189,8 @@ class Engram:
 
     def _prepare(self, fields: Mapping[str, Any], *, keep_secrets: bool = False) -> remember.NewMemory:
         return remember.prepare(
-            fields, namespace=str(self.config.get("namespace")), agent=str(self.config.get("agent")),
-            keep_secrets=keep_secrets, contact=bool(self.config.get("redact.contact_details")),
+            fields, namespace=self.settings.namespace, agent=self.settings.agent,
+            keep_secrets=keep_secrets, contact=self.settings.redact.contact_details,
         )  # fmt: skip
 
     def add(self, content: str, *, no_merge: bool = False, keep_secrets: bool = False, **fields: Any) -> AddResult:
@@ -253,7 +258,7 @@ class Engram:
         if all_namespaces:
             namespaces = None
         elif namespace is None:
-            namespaces = [normalize_namespace(self.config.get("namespace"))]
+            namespaces = [normalize_namespace(self.settings.namespace)]
         else:
             namespaces = _namespaces(namespace)
         statuses = [status] if isinstance(status, str) else list(status or ["active"])
@@ -276,15 +281,17 @@ class Engram:
         )
 
     def recall_settings(self) -> RecallSettings:
-        cfg = self.config
+        """How recall ranks, from the settings (the only place its numbers come from)."""
+        cfg = self.settings.recall
         return RecallSettings(
-            candidates=int(cfg.get("recall.candidates")),
-            rrf_k=int(cfg.get("recall.rrf_k")),
-            vector_weight=float(cfg.get("recall.vector_weight")),
-            keyword_weight=float(cfg.get("recall.keyword_weight")),
-            cross_weight=float(cfg.get("recall.cross_weight")),
-            time_weight=float(cfg.get("recall.time_weight")),
-            diversity=self.thresholds()[0] if bool(cfg.get("recall.diversify")) else None,
+            candidates=cfg.candidates,
+            rrf_k=cfg.rrf_k,
+            vector_weight=cfg.vector_weight,
+            keyword_weight=cfg.keyword_weight,
+            cross_weight=cfg.cross_weight,
+            time_weight=cfg.time_weight,
+            weigh=True,
+            diversity=self.thresholds()[0] if cfg.diversify else None,
         )
 
     def recall(
@@ -297,9 +304,8 @@ class Engram:
         On a read-only database the access counts are left as they are (``bump`` is ignored).
         """
         flt = filters.pop("filters", None) or self.filters(namespace=namespace, **filters)
-        cfg = self.config
         if bump is None:
-            bump = bool(cfg.get("recall.bump"))
+            bump = self.settings.recall.bump
 
         def embed_query(model_id: str, text: str) -> np.ndarray:
             return np.asarray(self._embedder(model_id).embed_batch([text], kind="query")[0], dtype=np.float32)
@@ -307,7 +313,7 @@ class Engram:
         return recall(
             self.store,
             query,
-            k=int(k if k is not None else cfg.get("recall.k")),
+            k=k if k is not None else self.settings.recall.k,
             filters=flt,
             embed_query=embed_query,
             settings=settings or self.recall_settings(),
@@ -341,8 +347,8 @@ class Engram:
         known = {m.id: m.dim for m in available_models()}
         return transfer.import_lines(
             self.store, lines, active_model=model_id, dim=dim, embed=embed, known_models=known,
-            namespace=str(self.config.get("namespace")), agent=str(self.config.get("agent")), atomic=atomic,
-            contact=bool(self.config.get("redact.contact_details")),
+            namespace=self.settings.namespace, agent=self.settings.agent, atomic=atomic,
+            contact=self.settings.redact.contact_details,
         )  # fmt: skip
 
     def reembed(
@@ -372,7 +378,7 @@ class Engram:
         """Recompute decay scores (all namespaces unless given) and archive what has faded."""
         if not dry_run:
             self.store.require_writable()
-        half_lives = {t: float(self.config.get(f"decay.half_life_days.{t}")) for t in MEMORY_TYPES}
+        half_lives = self.settings.decay.half_life_days.by_type()
         at = parse_time(now, what="--now") if now else None
         namespaces = _namespaces(namespace)
         return decaymod.run(self.store, half_lives, at=at, namespaces=namespaces, dry_run=dry_run)
@@ -381,9 +387,9 @@ class Engram:
         """The configured cluster threshold (one for all scripts), else the model's calibrated ones."""
         from engram_cli.embed import load_manifest
 
-        configured = self.config.get("compact.cluster_threshold")
+        configured = self.settings.compact.cluster_threshold
         if configured is not None and model_id == self.active_model:
-            return compactmod.Thresholds.uniform(float(configured))
+            return compactmod.Thresholds.uniform(configured)
         try:
             manifest = load_manifest(model_id)
         except EngramError:
@@ -407,21 +413,21 @@ class Engram:
 
         if not dry_run:
             self.store.require_writable()
-        cfg = self.config
+        cfg = self.settings
         models = [model for model, _ in vectors.models_in_use(self.store)]
         clusters = {m: t for m in models if (t := self._cluster_thresholds(m))}
         merges = {m: self.thresholds(m)[0] for m in models}
         settings = compactmod.Settings(
             cluster_threshold=clusters,
             merge_threshold=merges,
-            half_lives={t: float(cfg.get(f"decay.half_life_days.{t}")) for t in MEMORY_TYPES},
-            min_cluster=int(cfg.get("compact.min_cluster")),
-            max_cluster=int(cfg.get("compact.max_cluster")),
-            window_days=float(cfg.get("compact.window_days")),
-            min_age_days=float(cfg.get("compact.min_age_days")),
-            max_active=int(cfg.get("compact.max_active")),
-            summarizer_command=str(cfg.get("summarizer.command")).strip(),
-            summarizer_timeout_s=float(cfg.get("summarizer.timeout_s")),
+            half_lives=cfg.decay.half_life_days.by_type(),
+            min_cluster=cfg.compact.min_cluster,
+            max_cluster=cfg.compact.max_cluster,
+            window_days=cfg.compact.window_days,
+            min_age_days=cfg.compact.min_age_days,
+            max_active=cfg.compact.max_active,
+            summarizer_command=cfg.summarizer.command.strip(),
+            summarizer_timeout_s=cfg.summarizer.timeout_s,
         )
         at = parse_time(now, what="--now") if now else None
         namespaces = _namespaces(namespace)
@@ -455,17 +461,17 @@ class Engram:
         """
         if fix:
             self.store.require_writable()
-        cfg = self.config
+        cfg = self.settings
         settings = auditmod.AuditSettings(
             active_model=self.active_model,
             thresholds=self.thresholds,
-            stale_days=float(cfg.get("audit.stale_days")),
-            stale_decay=float(cfg.get("audit.stale_decay")),
-            low_confidence=float(cfg.get("audit.low_confidence")),
-            never_accessed_days=float(cfg.get("audit.never_accessed_days")),
-            examples=int(cfg.get("audit.examples")),
+            stale_days=cfg.audit.stale_days,
+            stale_decay=cfg.audit.stale_decay,
+            low_confidence=cfg.audit.low_confidence,
+            never_accessed_days=cfg.audit.never_accessed_days,
+            examples=cfg.audit.examples,
             quick=quick,
-            contact=bool(cfg.get("redact.contact_details")),
+            contact=cfg.redact.contact_details,
         )
         at = parse_time(now, what="--now") if now else None
         namespaces = _namespaces(namespace)
@@ -528,30 +534,18 @@ class Engram:
         Merging and supersession are off while loading, so every record stays the memory its
         queries point at.
         """
-        import hashlib
-
-        from engram_cli.store.migrations import MIGRATIONS
-
         paths = paths or configmod.Paths.resolve()
         cfg = configmod.load(paths)
-        memory_files, query_files = evalmod.dataset_files(directory)
-        queries = [q for f in query_files for q in evalmod.parse_queries(f.read_text(encoding="utf-8").splitlines())]
-        digest = hashlib.sha256()
-        for part in (str(evalmod.DATASET_VERSION), str(max(m.id for m in MIGRATIONS)), str(cfg.get("model"))):
-            digest.update(part.encode())
-        for f in memory_files:
-            digest.update(f.read_bytes())
-        target = paths.cache_dir / "eval" / f"{digest.hexdigest()[:24]}.db"
-        if rebuild or not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            building = target.with_suffix(".building.db")
-            for suffix in ("", "-wal", "-shm"):
-                Path(str(building) + suffix).unlink(missing_ok=True)
-            with cls.open(config=cfg, paths=replace(paths, db_explicit=building)) as mem:
-                mem.config.values["supersede"]["enabled"] = False
-                mem.add_many(evalmod.dataset_records(memory_files), no_merge=True)
+        loading = replace(cfg, settings=replace(cfg.settings, supersede=replace(cfg.settings.supersede, enabled=False)))
+
+        def load(db: Path, records: builtins.list[dict[str, Any]]) -> None:
+            with cls.open(config=loading, paths=replace(paths, db_explicit=db)) as mem:
+                mem.add_many(records, no_merge=True)
                 mem.store.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-            os.replace(building, target)
+
+        target, queries = evalmod.cached_dataset(
+            directory, cache_dir=paths.cache_dir, model=cfg.settings.model, load=load, rebuild=rebuild
+        )
         return cls.open(config=cfg, paths=replace(paths, db_explicit=target)), queries
 
     def evaluate(

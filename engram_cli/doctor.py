@@ -72,7 +72,7 @@ def run(paths: configmod.Paths) -> list[dict[str, Any]]:
         results.append(_check("sqlite", "fail", str(exc), "pip install --force-reinstall apsw sqlite-vec"))
 
     db = paths.db
-    active = str(cfg.get("model"))
+    active = cfg.settings.model
     if not db.exists():
         where = db.parent if db.parent.exists() else None
         hint = "it is created on the first `engram add`"

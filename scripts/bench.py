@@ -407,7 +407,7 @@ def bench_size(n: int, path: Path) -> dict[str, Any]:
             meta["merged"] = meta["inputs"] - size["rows"]
         namespaces = dict(mem.store.rows("SELECT namespace, count(*) FROM memories GROUP BY namespace"))
         big = largest_namespace(mem)
-        default_ns = str(mem.config.get("namespace"))
+        default_ns = mem.settings.namespace
         log(f"  recall in-process at {n:,}")
         inproc = {
             f"namespace {default_ns} (default)": bench_inprocess_recall(mem, queries),

@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -117,7 +118,8 @@ def build(size: int, path: Path) -> dict[str, Any]:
         assert isinstance(mem, bench._PrecomputedEngram)
         mem.table_embedder = bench._TableEmbedder(embedder.model_id, embedder.dim, table)
         # Merging and supersession look for neighbours on every write; the texts are distinct by construction.
-        mem.config.values["supersede"]["enabled"] = False
+        s = mem.settings
+        mem.config = replace(mem.config, settings=replace(s, supersede=replace(s.supersede, enabled=False)))
         for start in range(0, len(items), 4096):
             mem.add_many(items[start : start + 4096], no_merge=True)
             bench.log(f"  wrote {min(start + 4096, len(items)):,}/{len(items):,}")

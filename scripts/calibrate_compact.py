@@ -110,7 +110,7 @@ for entry in (REPO_ROOT, REPO_ROOT / "scripts"):
 # The manifest reader and the English-only rule are the merge calibration's own.
 from calibrate_merge import is_english_only, model_ids, read_manifest, save_results, update_manifest  # noqa: E402
 
-from engram_cli.config import DEFAULTS  # noqa: E402
+from engram_cli.config import Settings  # noqa: E402
 from engram_cli.lang.text import SCRIPTS, script_of  # noqa: E402
 from engram_cli.memory import compact as compactmod  # noqa: E402
 
@@ -128,7 +128,8 @@ MIN_PURITY = 0.95
 DEFAULT_MIN_CLUSTER_SIZE = 2
 # The cluster size whose numbers are always reported as well (the engine's min_cluster default so far).
 ALSO_REPORTED_SIZE = 3
-MAX_CLUSTER_SIZE = int(DEFAULTS["compact"]["max_cluster"])
+DEFAULTS = Settings()
+MAX_CLUSTER_SIZE = DEFAULTS.compact.max_cluster
 # A pair type with fewer same-topic pairs than this cannot be judged on its own.
 MIN_SAME_TOPIC_PAIRS = 10
 # Same-topic pairs that must clear a pick for it to count as calibrated.
@@ -408,7 +409,9 @@ def engine_clusters(
     group = compactmod._Group("calibration", "", "model", rows, vecs, np.zeros(n, dtype=bool), codes)
     settings = compactmod.Settings(
         cluster_threshold={}, merge_threshold={}, half_lives={},
-        min_cluster=min_size, max_cluster=max(MAX_CLUSTER_SIZE, min_size),
+        min_cluster=min_size, max_cluster=max(MAX_CLUSTER_SIZE, min_size), window_days=0.0,
+        min_age_days=DEFAULTS.compact.min_age_days, max_active=0,
+        summarizer_command="", summarizer_timeout_s=DEFAULTS.summarizer.timeout_s,
     )  # fmt: skip
     clusters = compactmod._leader_clusters(group, np.ones(n, dtype=bool), settings, thresholds.matrix())
     return [[m.pk for m in c.members] for c in clusters]

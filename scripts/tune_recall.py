@@ -4,7 +4,7 @@
 Every combination runs every query of every dataset through engram's recall (the
 dataset databases come from `engram eval --dataset`'s cache). Printed per combination:
 R@1/R@5/R@10 and MRR per dataset, and the mean R@5 over the datasets, best first. The
-defaults in engram_cli/config.py are the best mean R@5 here (ties: the higher mean R@10).
+defaults in engram_cli/config/settings.py are the best mean R@5 here (ties: the higher mean R@10).
 
 Usage (from the repository root):
   python scripts/tune_recall.py [bench/dev-memory bench/long-chat] [--top 10]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -435,7 +436,8 @@ def test_migration_progress_while_two_models_coexist(engram: Engram, cli: Any) -
 
 
 def test_duplicates_and_conflicts_are_reported_and_exact_duplicates_merged(engram: Engram, rows: Any) -> None:
-    engram.config.values["supersede"]["enabled"] = False  # so a correction stays unapplied
+    s = engram.settings  # supersession off, so a correction stays unapplied
+    engram.config = replace(engram.config, settings=replace(s, supersede=replace(s.supersede, enabled=False)))
     keep = engram.add("The staging database runs on port 5433", tags=["ops"], importance=0.7).memory
     copy = engram.add("the staging database runs on port 5433!", tags=["db"], no_merge=True).memory
     other_agent = engram.add("The staging database runs on port 5433", agent="ci-bot").memory

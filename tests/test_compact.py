@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -155,7 +156,8 @@ def test_young_episodes_wait(engram: Engram) -> None:
 
 
 def test_time_window_keeps_distant_episodes_apart(engram: Engram) -> None:
-    engram.config.values["compact"]["window_days"] = 7.0
+    s = engram.settings
+    engram.config = replace(engram.config, settings=replace(s, compact=replace(s.compact, window_days=7.0)))
     for text, day in zip(UPLOAD, ("2026-09-01", "2026-10-01", "2026-11-01"), strict=True):
         engram.add(text, type="episodic", created_at=f"{day}T00:00:00Z", no_merge=True)
     assert engram.compact(now=NOW).clusters == []
@@ -207,7 +209,8 @@ def test_numbers_keep_near_duplicates_apart(engram: Engram) -> None:
 
 
 def test_hard_cap_archives_the_least_important_and_faded_first(engram: Engram) -> None:
-    engram.config.values["compact"]["max_active"] = 2
+    s = engram.settings
+    engram.config = replace(engram.config, settings=replace(s, compact=replace(s.compact, max_active=2)))
     keep_high = engram.add("Never force-push to main", importance=0.9, created_at=OLD).id
     keep_fresh = engram.add("Releases are tagged from the release branch", importance=0.5, created_at=NOW).id
     gone = engram.add("The office printer is on floor two", importance=0.3, created_at=OLD).id
@@ -235,7 +238,7 @@ def _script(tmp_path: Path, body: str) -> str:
 
 
 def test_summarizer_command_writes_the_fact(engram: Engram, tmp_path: Path) -> None:
-    engram.config.values["summarizer"]["command"] = _script(
+    command = _script(
         tmp_path,
         """
         import json, sys
@@ -243,6 +246,8 @@ def test_summarizer_command_writes_the_fact(engram: Engram, tmp_path: Path) -> N
         print(f"Recurring: {cluster['extractive']} ({len(cluster['episodes'])} times)")
         """,
     )
+    s = engram.settings
+    engram.config = replace(engram.config, settings=replace(s, summarizer=replace(s.summarizer, command=command)))
     _episodes(engram, UPLOAD)
     report = engram.compact(now=NOW)
     fact = engram.get(report.clusters[0].memory_id or "")
@@ -256,12 +261,14 @@ def test_summarizer_output_is_redacted_before_it_is_clipped(engram: Engram, tmp_
     jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJkZXBsb3kifQ.c2lnbmF0dXJlc2lnbmF0dXJl"
     # The token straddles the clip point: clipped first, the cut token would no longer match.
     padding = MAX_CONTENT_CHARS - len("Recurring ") - 20
-    engram.config.values["summarizer"]["command"] = _script(
+    command = _script(
         tmp_path,
         f"""
         print("Recurring " + "x" * {padding} + " {jwt}")
         """,
     )
+    s = engram.settings
+    engram.config = replace(engram.config, settings=replace(s, summarizer=replace(s.summarizer, command=command)))
     _episodes(engram, UPLOAD)
     report = engram.compact(now=NOW)
     fact = engram.get(report.clusters[0].memory_id or "")

@@ -14,8 +14,8 @@ from engram_cli.errors import EngramError, InvalidInput, UsageError
 
 def test_defaults_come_from_code(engram_home: Path) -> None:
     cfg = config.load()
-    assert cfg.get("namespace") == "default"
-    assert cfg.get("recall.k") == 5
+    assert cfg.settings.namespace == "default"
+    assert cfg.settings.recall.k == 5
     assert cfg.origins == {}
 
 
@@ -37,10 +37,10 @@ def test_file_then_environment(engram_home: Path, monkeypatch: pytest.MonkeyPatc
     config.set_value(paths, "namespace", "work")
     config.set_value(paths, "recall.k", "8")
     cfg = config.load(paths)
-    assert cfg.get("namespace") == "work" and cfg.get("recall.k") == 8
+    assert cfg.settings.namespace == "work" and cfg.settings.recall.k == 8
     monkeypatch.setenv("ENGRAM_NAMESPACE", "env-ns")
     cfg = config.load(paths)
-    assert cfg.get("namespace") == "env-ns"
+    assert cfg.settings.namespace == "env-ns"
     assert cfg.origins["namespace"] == "ENGRAM_NAMESPACE"
 
 
@@ -52,14 +52,14 @@ def test_set_checks_types_and_keys(engram_home: Path) -> None:
         config.set_value(paths, "recall.nope", "1")
     assert config.set_value(paths, "merge.threshold", "0.95") == 0.95
     assert config.set_value(paths, "merge.threshold", "none") is None
-    assert config.load(paths).get("merge.threshold") is None
+    assert config.load(paths).settings.merge.threshold is None
 
 
 def test_broken_file_is_a_warning_and_the_defaults_apply(engram_home: Path) -> None:
     engram_home.mkdir(parents=True)
     (engram_home / "config.toml").write_text("recall = [", encoding="utf-8")
     cfg = config.load()
-    assert cfg.get("recall.k") == 5 and cfg.origins == {}
+    assert cfg.settings.recall.k == 5 and cfg.origins == {}
     (warning,) = cfg.warnings
     assert "not valid TOML" in warning and str(engram_home / "config.toml") in warning
 
@@ -68,7 +68,7 @@ def test_unknown_key_in_file_is_a_warning_naming_key_and_file(engram_home: Path)
     engram_home.mkdir(parents=True)
     (engram_home / "config.toml").write_text("colour = 'blue'\n[recall]\nk = 8\nkk = 3\n", encoding="utf-8")
     cfg = config.load()
-    assert cfg.get("recall.k") == 8  # the good settings of the file still count
+    assert cfg.settings.recall.k == 8  # the good settings of the file still count
     assert len(cfg.warnings) == 2
     colour, kk = cfg.warnings
     assert "unknown setting 'colour'" in colour and str(engram_home / "config.toml") in colour
@@ -92,7 +92,7 @@ def test_wrong_typed_value_keeps_its_default(
     engram_home.mkdir(parents=True)
     (engram_home / "config.toml").write_text(toml, encoding="utf-8")
     cfg = config.load()
-    assert cfg.get(key) == default
+    assert cfg.flat()[key] == default
     (warning,) = cfg.warnings
     assert words in warning and "config.toml" in warning
 
@@ -101,7 +101,7 @@ def test_a_file_that_is_not_utf8_is_a_warning(engram_home: Path) -> None:
     engram_home.mkdir(parents=True)
     (engram_home / "config.toml").write_bytes(b"namespace = '\xff'\n")
     cfg = config.load()
-    assert cfg.get("namespace") == "default" and len(cfg.warnings) == 1
+    assert cfg.settings.namespace == "default" and len(cfg.warnings) == 1
 
 
 COMMENTED = """# engram settings for my laptop
@@ -124,7 +124,7 @@ def test_set_keeps_comments_and_layout(engram_home: Path) -> None:
     assert text.startswith(COMMENTED.replace("k = 8   # was 5", "k = 10   # was 5"))
     assert "[decay.half_life_days]\nworking = 3.0\n" in text and "[decay]\n" not in text
     cfg = config.load(paths)
-    assert cfg.get("recall.k") == 10 and cfg.get("decay.half_life_days.working") == 3.0 and cfg.warnings == []
+    assert cfg.settings.recall.k == 10 and cfg.settings.decay.half_life_days.working == 3.0 and cfg.warnings == []
 
 
 def test_unset_removes_one_key_and_keeps_the_rest(engram_home: Path) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from engram_cli import Engram
+from engram_cli.config.settings import Decay, HalfLives
 from engram_cli.memory.decay import archives, decay_score
 
 DAY0 = "2026-01-01T00:00:00Z"
@@ -23,8 +25,8 @@ def test_the_checks_from_the_design() -> None:
 
 
 def _half_life_30(engram: Engram) -> None:
-    for mtype in ("working", "episodic", "semantic", "procedural"):
-        engram.config.values["decay"]["half_life_days"][mtype] = 30.0
+    every_30 = HalfLives(working=30.0, episodic=30.0, semantic=30.0, procedural=30.0)
+    engram.config = replace(engram.config, settings=replace(engram.settings, decay=Decay(half_life_days=every_30)))
 
 
 def test_decay_run_scores_and_archives(engram: Engram, rows: Any) -> None:

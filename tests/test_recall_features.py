@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 
@@ -12,7 +13,8 @@ def test_near_copies_go_behind_distinct_hits(engram: Any) -> None:
     other = engram.add("Indentation in the Makefile must use tabs, never spaces", no_merge=True).memory
     ids = [h.memory.id for h in engram.recall("tabs or spaces for indentation?", k=2, bump=False)]
     assert first.id in ids and other.id in ids
-    engram.config.values["recall"]["diversify"] = False
+    s = engram.settings
+    engram.config = replace(engram.config, settings=replace(s, recall=replace(s.recall, diversify=False)))
     plain = [h.memory.id for h in engram.recall("tabs or spaces for indentation?", k=2, bump=False)]
     assert other.id not in plain  # without the check, two copies fill the top two
 
@@ -91,7 +93,8 @@ def test_a_query_also_searches_the_other_language_and_says_so(engram: Any) -> No
     assert crossed and all(h.memory.content in ENGLISH for h in crossed)
     means = engram.store.setting("script_means:multilingual-e5-small-q4-v1")
     assert means is not None and '"count": 40' in means
-    engram.config.values["recall"]["cross_weight"] = 0.0
+    s = engram.settings
+    engram.config = replace(engram.config, settings=replace(s, recall=replace(s.recall, cross_weight=0.0)))
     assert not any(h.explain["cross_language"] for h in engram.recall("搜索服务的日志存在哪个桶里？", k=10, bump=False))
 
 

@@ -138,7 +138,7 @@ def recall(
     if query == "-":
         query = _read_stdin()
     engram = _app(ctx).engram()
-    if engram.read_only and not no_touch and engram.config.get("recall.bump"):
+    if engram.read_only and not no_touch and engram.settings.recall.bump:
         render.note(f"the database {engram.path} is read-only: access counts are not updated")
     hits = engram.recall(
         query, k=k, namespace=namespace, all_namespaces=all_namespaces, agent=agent, type=mtype, tags=tag,

@@ -26,7 +26,7 @@ def models(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     from engram_cli import doctor
 
     app = _app(ctx)
-    active = str(app.config.get("model"))
+    active = app.config.settings.model
     counts: dict[str, int] = {}
     if app.paths.db.exists():
         engram = app.engram()
@@ -54,7 +54,7 @@ def doctor_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 def config_show(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Print every setting, its value and where it came from (problems in config.toml go to stderr)."""
     cfg = _app(ctx).config
-    render.config_table(cfg.flat(), cfg.origins, as_json=as_json)
+    render.config_table(cfg.flat(), cfg.origins, {k: spec.doc for k, spec in configmod.KEYS.items()}, as_json=as_json)
 
 
 @config_app.command("path")

@@ -234,9 +234,9 @@ class Loader:
         self.engram = engram
         self.store = engram.store
         self.dry_run = dry_run
-        self.namespaces = Namespaces(str(engram.config.get("namespace")), namespace)
+        self.namespaces = Namespaces(engram.settings.namespace, namespace)
         self.extract_command = extract_command
-        self.contact = bool(engram.config.get("redact.contact_details"))
+        self.contact = engram.settings.redact.contact_details
         self.progress = progress or (lambda done, total: None)
         self.deadline = deadline
         self.stopped_early = False
@@ -527,7 +527,7 @@ def run(
     deadline = None if max_seconds is None else limits.Deadline.after(max_seconds)
     loader = Loader(
         engram, dry_run=dry_run, namespace=namespace,
-        extract_command=str(engram.config.get("extract.command")).strip(), progress=progress, deadline=deadline,
+        extract_command=engram.settings.extract.command.strip(), progress=progress, deadline=deadline,
     )  # fmt: skip
     looked: list[dict[str, str | None]] = []
     for name in source_names(source, path):

@@ -225,18 +225,19 @@ class AuditReport:
 
 @dataclass(frozen=True)
 class AuditSettings:
-    """Thresholds (config ``audit.*``) and what the engine needs to know about models."""
+    """Thresholds (config ``audit.*``, whose defaults live in the settings) and what the engine needs
+    to know about models."""
 
     active_model: str
     # model id -> (merge threshold, supersede min similarity)
     thresholds: Callable[[str], tuple[float, float]]
-    stale_days: float = 90
-    stale_decay: float = 0.25
-    low_confidence: float = 0.3
-    never_accessed_days: float = 30
-    examples: int = 5
-    quick: bool = False
-    contact: bool = False  # also e-mail addresses and phone numbers (redact.contact_details)
+    stale_days: float
+    stale_decay: float
+    low_confidence: float
+    never_accessed_days: float
+    examples: int
+    quick: bool
+    contact: bool  # also e-mail addresses and phone numbers (redact.contact_details)
 
 
 # -- reading the store once -------------------------------------------------------------------

@@ -94,18 +94,19 @@ def script_codes(texts: Sequence[str]) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Settings:
-    """What compact needs from the configuration."""
+    """What compact needs from the configuration; the ``Engram`` facade builds it from the settings
+    (``compact.*``, ``summarizer.*``, ``decay.*``), which hold the defaults."""
 
     cluster_threshold: dict[str, Thresholds]  # per embedding model
     merge_threshold: dict[str, float]  # per embedding model
     half_lives: dict[str, float]
-    min_cluster: int = 2
-    max_cluster: int = 50
-    window_days: float = 0.0  # 0: no time window
-    min_age_days: float = 1.0
-    max_active: int = 0  # 0: no cap
-    summarizer_command: str = ""
-    summarizer_timeout_s: float = 120.0
+    min_cluster: int
+    max_cluster: int
+    window_days: float  # 0: no time window
+    min_age_days: float
+    max_active: int  # 0: no cap
+    summarizer_command: str
+    summarizer_timeout_s: float
 
     def __post_init__(self) -> None:
         if self.min_cluster < 2:

@@ -265,6 +265,43 @@ def dataset_files(directory: str | os.PathLike[str]) -> tuple[list[Path], list[P
     return memories, queries
 
 
+def cached_dataset(
+    directory: str | os.PathLike[str],
+    *,
+    cache_dir: Path,
+    model: str,
+    load: Callable[[Path, list[dict[str, Any]]], None],
+    rebuild: bool = False,
+) -> tuple[Path, list[Query]]:
+    """The database holding a dataset's memories, and the dataset's queries.
+
+    The database is built once per content (the dataset's memory files, how datasets are loaded,
+    the schema and the model) under ``cache_dir/eval``: ``load(path, records)`` writes the records
+    into a new database at ``path``. It is built beside its final name and renamed into place,
+    so an interrupted build leaves no database that looks finished.
+    """
+    import hashlib
+
+    from engram_cli.store.migrations import MIGRATIONS
+
+    memory_files, query_files = dataset_files(directory)
+    queries = [q for f in query_files for q in parse_queries(f.read_text(encoding="utf-8").splitlines())]
+    digest = hashlib.sha256()
+    for part in (str(DATASET_VERSION), str(max(m.id for m in MIGRATIONS)), model):
+        digest.update(part.encode())
+    for f in memory_files:
+        digest.update(f.read_bytes())
+    target = cache_dir / "eval" / f"{digest.hexdigest()[:24]}.db"
+    if rebuild or not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        building = target.with_suffix(".building.db")
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(building) + suffix).unlink(missing_ok=True)
+        load(building, dataset_records(memory_files))
+        os.replace(building, target)
+    return target, queries
+
+
 def dataset_records(paths: Sequence[Path]) -> list[dict[str, Any]]:
     """Memory records to load; each keeps its dataset ``id`` as ``metadata.eval_id``."""
     out: list[dict[str, Any]] = []

@@ -105,19 +105,22 @@ class Filters:
 
 @dataclass(frozen=True)
 class RecallSettings:
-    candidates: int = 50
-    rrf_k: int = 10
-    vector_weight: float = 1.0  # 0 leaves the vector retriever out entirely
-    keyword_weight: float = 1.0  # 0 leaves the keyword retriever out entirely
+    """How recall ranks. No defaults here: the ``Engram`` facade builds it from the ``recall.*`` settings,
+    so a library call and the command line rank alike."""
+
+    candidates: int
+    rrf_k: int
+    vector_weight: float  # 0 leaves the vector retriever out entirely
+    keyword_weight: float  # 0 leaves the keyword retriever out entirely
     # False ranks by relevance alone (the baselines of `engram eval`), without importance x decay.
-    weigh: bool = True
+    weigh: bool
     # Weight of the lists restricted to a time the query names ("last week", 上个月); 0 ignores time words.
-    time_weight: float = 1.0
+    time_weight: float
     # Weight of the cross-language list (the query moved into the other script's region); 0 leaves it out.
-    cross_weight: float = 1.0
+    cross_weight: float
     # A hit this close (cosine, same model) to a better one is a near-copy: it goes after the rest.
     # None turns the check off.
-    diversity: float | None = None
+    diversity: float | None
 
 
 @dataclass
@@ -208,7 +211,7 @@ def recall(
     k: int,
     filters: Filters,
     embed_query: QueryEmbedder,
-    settings: RecallSettings = RecallSettings(),
+    settings: RecallSettings,
     bump: bool = True,
     at: datetime | None = None,
 ) -> list[Hit]:

@@ -25,7 +25,7 @@ from engram_cli.memory.model import (
     normalize_name,
     passage_text,
 )
-from engram_cli.memory.similarity import SUPERSEDE_MARGIN, merge_decision, profile, supersedes
+from engram_cli.memory.similarity import merge_decision, profile, supersedes
 from engram_cli.store import vectors
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now, normalize_iso
@@ -73,11 +73,13 @@ class NewMemory:
 
 @dataclass(frozen=True)
 class MergePolicy:
-    enabled: bool = True
-    threshold: float = 0.92
+    """When a write merges or supersedes; the ``Engram`` facade builds it from ``merge.*`` and ``supersede.*``."""
+
+    enabled: bool
+    threshold: float
     # Detect corrections ("from now on …", "以后 …") and let them supersede what they correct.
-    supersede: bool = True
-    supersede_similarity: float = 0.92 - SUPERSEDE_MARGIN
+    supersede: bool
+    supersede_similarity: float
 
 
 def _number(name: str, value: Any, default: float) -> float:

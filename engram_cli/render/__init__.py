@@ -11,7 +11,7 @@ import errno
 import functools
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from engram_cli.lang.text import estimate_tokens
@@ -752,13 +752,14 @@ def checks(rows: Iterable[dict[str, Any]], *, as_json: bool) -> None:
             console.print(f"        [dim]→ {_escape(r['hint'])}[/]")
 
 
-def config_table(values: dict[str, Any], origins: dict[str, str], *, as_json: bool) -> None:
+def config_table(values: dict[str, Any], origins: dict[str, str], docs: Mapping[str, str], *, as_json: bool) -> None:
+    """Every setting: its value, where the value came from and what the setting does."""
     if as_json:
         json_out({k: {"value": v, "from": origins.get(k, "default")} for k, v in values.items()})
         return
     for key, value in values.items():
         shown = "none" if value is None else json.dumps(value) if not isinstance(value, str) else value
-        out(f"{key} = {shown}\t# {origins.get(key, 'default')}")
+        out(f"{key} = {shown}\t# {origins.get(key, 'default')} — {docs[key]}")
 
 
 def config_unset(key: str, removed: bool) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import apsw
 
+from engram_cli.config.settings import Settings
 from engram_cli.errors import DatabaseDamaged, EngramError, ReadOnlyDatabase, StoreError
 from engram_cli.store.migrations import MIGRATIONS, Migration
 from engram_cli.timeutil import iso_now
@@ -446,7 +447,7 @@ def connect(
     path: Path,
     *,
     create_dirs: bool = False,
-    busy_timeout_ms: int = 10000,
+    busy_timeout_ms: int = Settings().store.busy_timeout_ms,
     migrations: Sequence[Migration] = MIGRATIONS,
 ) -> Store:
     """Open (creating if needed) the database at ``path`` and bring its schema up to date.

@@ -1,0 +1,159 @@
+"""Every setting engram reads: its type, its default and one line on what it does.
+
+This tree is the only place a default is written down. config.toml and ENGRAM_* variables
+override it (``engram_cli.config.load``), the engine is handed values read from it by the
+``Engram`` facade, ``engram config show`` prints it, and ``scripts/config_table.py`` writes
+the README's configuration table from it (a test fails when the two differ).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def setting(default: T, doc: str) -> T:
+    """A setting's default, with the one line that explains it (config show, the README table)."""
+    result: T = field(default=default, metadata={"doc": doc})
+    return result
+
+
+@dataclass(frozen=True)
+class Merge:
+    enabled: bool = setting(True, "merge near-duplicates on write")
+    threshold: float | None = setting(None, "cosine needed to merge; none = the active model's calibrated value")
+
+
+@dataclass(frozen=True)
+class Supersede:
+    enabled: bool = setting(True, "let corrections with a change marker supersede what they correct")
+    # A correction rewords more than a duplicate does, hence a lower bar than merging.
+    min_similarity: float | None = setting(
+        None, "cosine a correction needs to supersede a memory; none = the merge threshold − 0.125"
+    )
+
+
+@dataclass(frozen=True)
+class Recall:
+    k: int = setting(5, "memories returned")
+    candidates: int = setting(50, "candidates taken from each retriever before fusion")
+    rrf_k: int = setting(5, 'reciprocal-rank-fusion constant (smaller = steeper); tuned, see "Recall quality"')
+    vector_weight: float = setting(1.5, "weight of the vector retriever; 0 leaves it out")
+    keyword_weight: float = setting(1.0, "weight of the keyword retriever (full-text search); 0 leaves it out")
+    cross_weight: float = setting(
+        1.5, "weight of the cross-language list (the query moved into the other script's region); 0 leaves it out"
+    )
+    time_weight: float = setting(
+        1.0, 'weight of the lists restricted to the time the query names ("last week", 上个月); 0 ignores time words'
+    )
+    bump: bool = setting(True, "count a recall as an access")
+    diversify: bool = setting(
+        True, "move near-copies of a better hit (cosine ≥ the merge threshold) behind the distinct hits"
+    )
+
+
+@dataclass(frozen=True)
+class HalfLives:
+    """Days for a memory's decay score to halve without being accessed, one field per memory type."""
+
+    working: float = setting(2.0, "days for an unused working memory's decay score to halve")
+    episodic: float = setting(30.0, "days for an unused episode's decay score to halve")
+    procedural: float = setting(90.0, "days for an unused procedure's decay score to halve")
+    semantic: float = setting(180.0, "days for an unused fact's (semantic memory's) decay score to halve")
+
+    def by_type(self) -> dict[str, float]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Decay:
+    half_life_days: HalfLives = field(default_factory=HalfLives)
+
+
+@dataclass(frozen=True)
+class Compact:
+    """compact: episodes about one thing become one semantic memory (see `engram compact --help`)."""
+
+    cluster_threshold: float | None = setting(
+        None,
+        "cosine to a cluster's first episode needed to join it; none = the model's calibrated values per script pair",
+    )
+    min_cluster: int = setting(2, "episodes needed to make a fact")
+    max_cluster: int = setting(50, "most episodes in one fact")
+    window_days: float = setting(0.0, "only episodes this close in time cluster; 0 = no window")
+    min_age_days: float = setting(1.0, "episodes younger than this are not consolidated (the work may be ongoing)")
+    max_active: int = setting(
+        100000,
+        "most active memories per namespace; beyond it the lowest importance × decay is archived; 0 = no cap",
+    )
+
+
+@dataclass(frozen=True)
+class Summarizer:
+    command: str = setting(
+        "",
+        "local program that writes consolidated text (the cluster as JSON on stdin, the text on stdout); "
+        "empty = the built-in extractive summary",
+    )
+    timeout_s: float = setting(120.0, "how long the summarizer.command program may take per cluster")
+
+
+@dataclass(frozen=True)
+class Extract:
+    command: str = setting(
+        "",
+        "local program that extracts memories from an ingested session (the session as JSON on stdin, "
+        "memory records as JSONL on stdout); empty = the built-in rules",
+    )
+    timeout_s: float = setting(120.0, "how long the extract.command program may take per session")
+
+
+@dataclass(frozen=True)
+class Store:
+    busy_timeout_ms: int = setting(10000, "how long a writer waits for another")
+
+
+@dataclass(frozen=True)
+class Audit:
+    """What `engram audit` reports."""
+
+    stale_days: float = setting(
+        90.0, "`audit` calls an active memory stale when its last access (or creation) is older than this many days …"
+    )
+    stale_decay: float = setting(0.25, "… and its decay score is below this")
+    low_confidence: float = setting(0.3, "`audit` lists active memories with a lower confidence")
+    # Listed for review, not counted as a problem.
+    never_accessed_days: float = setting(
+        30.0, "`audit` lists active memories never recalled this many days after they were added"
+    )
+    examples: int = setting(5, "examples shown per check")
+
+
+@dataclass(frozen=True)
+class Redact:
+    # Secrets and personal numbers are always redacted. Notes name colleagues and support lines on
+    # purpose, and a shape-based phone match is less certain than a checksum: so these are opt-in.
+    contact_details: bool = setting(
+        False, "treat e-mail addresses and phone numbers as personal data to redact, like card numbers"
+    )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The effective settings: ``Settings()`` is every default."""
+
+    namespace: str = setting("default", "namespace for commands that do not pass `-n`")
+    agent: str = setting("user", "agent recorded on new memories")
+    model: str = setting("multilingual-e5-small-q4-v1", "embedding model of a new database")
+    merge: Merge = field(default_factory=Merge)
+    supersede: Supersede = field(default_factory=Supersede)
+    recall: Recall = field(default_factory=Recall)
+    decay: Decay = field(default_factory=Decay)
+    compact: Compact = field(default_factory=Compact)
+    summarizer: Summarizer = field(default_factory=Summarizer)
+    extract: Extract = field(default_factory=Extract)
+    store: Store = field(default_factory=Store)
+    audit: Audit = field(default_factory=Audit)
+    redact: Redact = field(default_factory=Redact)
