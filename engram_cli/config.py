@@ -87,6 +87,7 @@ DEFAULTS: dict[str, Any] = {
     # built-in rules: it reads the session as JSON on stdin and prints memory records as JSONL.
     "extract": {
         "command": "",
+        "timeout_s": 120.0,
     },
     "store": {
         "busy_timeout_ms": 10000,

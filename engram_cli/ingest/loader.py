@@ -19,8 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shlex
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from engram_cli import external
 from engram_cli.errors import EngramError, InvalidInput, NotFound, UsageError
 from engram_cli.ingest import SOURCES, files, importer, limits
 from engram_cli.ingest.base import Batch, Cursor, Importer, Session
@@ -50,7 +49,6 @@ log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
 # Items written per add_many batch inside a file's transaction.
 WRITE_BATCH = 64
-EXTRACT_TIMEOUT_S = 120.0
 # How long past --max-seconds a file may still be read before it is abandoned (see limits.hard_stop).
 HARD_STOP_GRACE_S = 10.0
 NOT_REGULAR = "not a regular file"
@@ -166,7 +164,7 @@ def _record_item(record: Mapping[str, Any], index: int) -> Item:
     )
 
 
-def run_extract_command(command: str, session: Session, digest: dict[str, Any]) -> list[Item]:
+def run_extract_command(command: str, session: Session, digest: dict[str, Any], timeout: float) -> list[Item]:
     """Hand the session to the user's extractor: JSON on stdin, memory records as JSONL on stdout."""
     payload = {
         "source": session.source,
@@ -180,20 +178,9 @@ def run_extract_command(command: str, session: Session, digest: dict[str, Any]) 
         "digest": digest,
         "messages": [m.__dict__ for m in session.messages],
     }
-    try:
-        done = subprocess.run(
-            shlex.split(command), input=json.dumps(payload, ensure_ascii=False), capture_output=True, text=True,
-            encoding="utf-8", errors="replace", timeout=EXTRACT_TIMEOUT_S, check=False,
-        )  # fmt: skip
-    except (OSError, ValueError) as exc:
-        raise InvalidInput(f"extract.command {command!r} cannot run: {exc}") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise InvalidInput(f"extract.command took longer than {EXTRACT_TIMEOUT_S:.0f} s") from exc
-    if done.returncode != 0:
-        tail = done.stderr.strip().splitlines()[-1:] or ["no message"]
-        raise InvalidInput(f"extract.command exited with {done.returncode}: {tail[0][:200]}")
+    output = external.run_json(command, payload, setting="extract.command", timeout=timeout)
     items: list[Item] = []
-    for lineno, line in enumerate(done.stdout.splitlines(), 1):
+    for lineno, line in enumerate(output.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -236,6 +223,7 @@ class Loader:
         self.dry_run = dry_run
         self.namespaces = Namespaces(str(engram.config.get("namespace")), namespace)
         self.extract_command = extract_command
+        self.extract_timeout = float(engram.config.get("extract.timeout_s"))
         self.contact = bool(engram.config.get("redact.contact_details"))
         self.progress = progress or (lambda done, total: None)
         self.deadline = deadline
@@ -313,7 +301,7 @@ class Loader:
                         if given:
                             extras[(session.key, item.key)] = given
                 elif self.extract_command:
-                    items = run_extract_command(self.extract_command, session, digest)
+                    items = run_extract_command(self.extract_command, session, digest, self.extract_timeout)
                 else:
                     items, digest = extract(session, digest)
             except InvalidInput as exc:
