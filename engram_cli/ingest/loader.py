@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engram_cli import external
+from engram_cli import external, jsonl
 from engram_cli.errors import EngramError, InvalidInput, NotFound, UsageError
 from engram_cli.ingest import SOURCES, files, importer, limits
 from engram_cli.ingest.base import Batch, Cursor, Importer, Session
@@ -180,15 +180,11 @@ def run_extract_command(command: str, session: Session, digest: dict[str, Any], 
     }
     output = external.run_json(command, payload, setting="extract.command", timeout=timeout)
     items: list[Item] = []
-    for lineno, line in enumerate(output.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"extract.command output line {lineno} is not JSON: {exc.msg}") from exc
-        if not isinstance(record, dict):
-            raise InvalidInput(f"extract.command output line {lineno} is not an object")
+    for lineno, record in jsonl.read(output.splitlines()):
+        if isinstance(record, jsonl.Problem):
+            if record.reason == jsonl.NOT_OBJECT:
+                raise InvalidInput(f"extract.command output line {lineno} is not an object")
+            raise InvalidInput(f"extract.command output line {lineno} is not JSON: {record.detail or record.reason}")
         record = textmod.clean_data(record)  # JSON escapes can spell a lone surrogate
         record.setdefault("key", f"command:{lineno}:{textmod.content_hash(str(record.get('content')))[:12]}")
         items.append(_record_item(record, lineno))
