@@ -20,9 +20,9 @@ import json
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from engram_cli.errors import EngramError, InvalidInput, NotFound, UsageError
 from engram_cli.ingest import SOURCES, files, importer, limits
 from engram_cli.ingest.base import Batch, Cursor, Importer, Session
 from engram_cli.ingest.extract import Item, extract
+from engram_cli.ingest.port import IngestPort
 from engram_cli.ingest.report import IngestReport, Planned, SourceReport
 from engram_cli.ingest.scrub import scrub
 from engram_cli.lang import redact
@@ -40,9 +41,6 @@ from engram_cli.memory.model import MEMORY_TYPES
 from engram_cli.project import project_namespace
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now, normalize_iso
-
-if TYPE_CHECKING:
-    from engram_cli.api import Engram
 
 log = logging.getLogger(__name__)
 
@@ -206,21 +204,18 @@ class _FilePlan:
 class Loader:
     def __init__(
         self,
-        engram: Engram,
+        port: IngestPort,
         *,
         dry_run: bool,
         namespace: str | None,
-        extract_command: str,
         progress: Progress | None,
         deadline: limits.Deadline | None,
     ) -> None:
-        self.engram = engram
-        self.store = engram.store
+        self.port = port
+        self.store = port.store
         self.dry_run = dry_run
-        self.namespaces = Namespaces(str(engram.config.get("namespace")), namespace)
-        self.extract_command = extract_command
-        self.extract_timeout = float(engram.config.get("extract.timeout_s"))
-        self.contact = bool(engram.config.get("redact.contact_details"))
+        self.namespaces = Namespaces(port.namespace, namespace)
+        self.contact = port.contact
         self.progress = progress or (lambda done, total: None)
         self.deadline = deadline
         self.stopped_early = False
@@ -296,8 +291,8 @@ class Loader:
                         given = {k: record[k] for k in RECORD_FIELDS if record.get(k) is not None}
                         if given:
                             extras[(session.key, item.key)] = given
-                elif self.extract_command:
-                    items = run_extract_command(self.extract_command, session, digest, self.extract_timeout)
+                elif self.port.extract_command:
+                    items = run_extract_command(self.port.extract_command, session, digest, self.port.extract_timeout)
                 else:
                     items, digest = extract(session, digest)
             except InvalidInput as exc:
@@ -315,7 +310,7 @@ class Loader:
 
     def writer(self) -> remember.Writer:
         if self._writer is None:
-            self._writer = self.engram._writer(no_merge=False)
+            self._writer = self.port.writer()
         return self._writer
 
     def write_file(self, imp: Importer, plan: _FilePlan, report: SourceReport) -> None:
@@ -366,38 +361,30 @@ class Loader:
                     except InvalidInput:
                         report.skipped["unreadable time"] += 1
                 try:
-                    new.append((planned, self.engram._prepare(fields), item, session))
+                    new.append((planned, self.port.prepare(fields), item, session))
                 except InvalidInput as exc:
                     planned.action = "unchanged"
                     report.skipped["unusable memory"] += 1
                     report.notes.append(f"{plan.path} {session.key} {item.key}: {exc.message}")
         if self.dry_run:
             return
-        writer = self.writer()
         # Embed outside the write transaction so other writers wait for our rows, not our model.
         texts = list(dict.fromkeys([n.content for _, n, _, _ in new] + [i.content for _, _, i in rewrites]))
+        writer = self.writer()
         vectors = writer.embed(texts) if texts else np.zeros((0, writer.dim), dtype=np.float32)
         cache = dict(zip(texts, vectors, strict=True))
-        embed = writer.embed
-
-        def cached(batch: Sequence[str]) -> np.ndarray:
-            return np.stack([cache[t] if t in cache else embed([t])[0] for t in batch])
-
+        writer = with_vectors(writer, cache)
         at = iso_now()
         with self.store.write():
-            writer.embed = cached
-            try:
-                for start in range(0, len(new), WRITE_BATCH):
-                    chunk = new[start : start + WRITE_BATCH]
-                    results = writer.write_batch([n for _, n, _, _ in chunk])
-                    for (planned, _, item, session), result in zip(chunk, results, strict=True):
-                        planned.action = result.action
-                        planned.memory_id = result.memory.id
-                        self._remember_item(imp.name, session.key, item, result.memory.id, at)
-                for planned, memory_id, item in rewrites:
-                    self._rewrite(planned, memory_id, item, cache[item.content], imp.name, at)
-            finally:
-                writer.embed = embed
+            for start in range(0, len(new), WRITE_BATCH):
+                chunk = new[start : start + WRITE_BATCH]
+                results = writer.write_batch([n for _, n, _, _ in chunk])
+                for (planned, _, item, session), result in zip(chunk, results, strict=True):
+                    planned.action = result.action
+                    planned.memory_id = result.memory.id
+                    self._remember_item(imp.name, session.key, item, result.memory.id, at)
+            for planned, memory_id, item in rewrites:
+                self._rewrite(planned, memory_id, item, cache[item.content], imp.name, at)
             for session, namespace, _, digest in plan.sessions:
                 save_digest(self.store, imp.name, session, namespace, digest)
             save_cursor(self.store, imp.name, plan.batch.cursor)
@@ -466,6 +453,16 @@ class Loader:
             report.error(f"{plan.path}: could not be written ({_exception(exc)})")
 
 
+def with_vectors(writer: remember.Writer, vectors: Mapping[str, np.ndarray]) -> remember.Writer:
+    """A copy of ``writer`` that takes the vectors of texts embedded beforehand, embedding only the others."""
+    embed = writer.embed
+
+    def cached(texts: Sequence[str]) -> np.ndarray:
+        return np.stack([vectors[t] if t in vectors else embed([t])[0] for t in texts])
+
+    return replace(writer, embed=cached)
+
+
 def _exception(exc: BaseException) -> str:
     """An exception for a message: its type and text, which may quote the input, so redacted."""
     return redact.redact(textmod.clean(f"{type(exc).__name__}: {exc}"))[0]
@@ -493,7 +490,7 @@ def source_names(source: str | None, path: Path | None) -> list[str]:
 
 
 def run(
-    engram: Engram,
+    port: IngestPort,
     source: str | None = None,
     *,
     path: Path | None = None,
@@ -504,15 +501,12 @@ def run(
     env: Mapping[str, str] | None = None,
     home: Path | None = None,
 ) -> IngestReport:
-    """Ingest one source (or every source found in its default place) into ``engram``."""
+    """Ingest one source (or every source found in its default place) through ``port``."""
     env = dict(os.environ if env is None else env)
     home = home or Path.home()
     report = IngestReport(dry_run=dry_run)
     deadline = None if max_seconds is None else limits.Deadline.after(max_seconds)
-    loader = Loader(
-        engram, dry_run=dry_run, namespace=namespace,
-        extract_command=str(engram.config.get("extract.command")).strip(), progress=progress, deadline=deadline,
-    )  # fmt: skip
+    loader = Loader(port, dry_run=dry_run, namespace=namespace, progress=progress, deadline=deadline)
     looked: list[dict[str, str | None]] = []
     for name in source_names(source, path):
         imp = importer(name)
@@ -551,13 +545,11 @@ class FileState:
     last_ingest: str | None
 
 
-def _file_state(engram: Engram, path: Path) -> FileState:
+def _file_state(store: Store, path: Path) -> FileState:
     key = textmod.clean(str(path))
     if files.irregular(path) is not None:
         return FileState(key, "skipped", 0, 0, None)
-    row = engram.store.one(
-        "SELECT inode, size, mtime_ns, byte_offset, updated_at FROM ingest_cursors WHERE path = ?", (key,)
-    )
+    row = store.one("SELECT inode, size, mtime_ns, byte_offset, updated_at FROM ingest_cursors WHERE path = ?", (key,))
     try:
         st = path.stat()
     except OSError:
@@ -568,7 +560,7 @@ def _file_state(engram: Engram, path: Path) -> FileState:
     return FileState(key, "unchanged" if same else "changed", st.st_size, int(row[3]), row[4])
 
 
-def listing(engram: Engram, *, env: Mapping[str, str] | None = None, home: Path | None = None) -> list[dict[str, Any]]:
+def listing(store: Store, *, env: Mapping[str, str] | None = None, home: Path | None = None) -> list[dict[str, Any]]:
     """What `engram ingest --list` shows: every source found, its files, how much is new, the cursors."""
     env = dict(os.environ if env is None else env)
     home = home or Path.home()
@@ -577,12 +569,12 @@ def listing(engram: Engram, *, env: Mapping[str, str] | None = None, home: Path 
         imp = importer(name)
         error = None
         try:
-            states = [_file_state(engram, path) for path in sorted(set(imp.locate(env, home)))]
+            states = [_file_state(store, path) for path in sorted(set(imp.locate(env, home)))]
         except Exception as exc:  # one source that cannot be listed still leaves the others to show
             log.debug("listing the files of %s failed", name, exc_info=True)
             states, error = [], f"its files could not be listed ({_exception(exc)})"
-        sessions = int(engram.store.scalar("SELECT count(*) FROM ingest_sessions WHERE source = ?", (name,)) or 0)
-        items = int(engram.store.scalar("SELECT count(*) FROM ingest_items WHERE source = ?", (name,)) or 0)
+        sessions = int(store.scalar("SELECT count(*) FROM ingest_sessions WHERE source = ?", (name,)) or 0)
+        items = int(store.scalar("SELECT count(*) FROM ingest_items WHERE source = ?", (name,)) or 0)
         out.append(
             {
                 "source": name,
