@@ -517,9 +517,9 @@ class Engram:
 
     def ingest_sources(self) -> builtins.list[dict[str, Any]]:
         """Every known source: files found in its default place, what is new, the cursors' state."""
-        from engram_cli.ingest import loader
+        from engram_cli.ingest import listing
 
-        return loader.listing(self.store)
+        return listing.sources(self.store)
 
     def ingest_port(self) -> IngestPort:
         """What the ingest loader may use of this store: its writer, its checks and the ingest settings."""

@@ -32,13 +32,14 @@ from engram_cli.ingest import SOURCES, files, importer, limits
 from engram_cli.ingest.base import Batch, Cursor, Importer, Session
 from engram_cli.ingest.extract import Item, extract
 from engram_cli.ingest.port import IngestPort
-from engram_cli.ingest.report import IngestReport, Planned, SourceReport
+from engram_cli.ingest.report import IngestReport, Planned, SourceReport, describe
 from engram_cli.ingest.scrub import scrub
 from engram_cli.lang import redact
 from engram_cli.lang import text as textmod
 from engram_cli.memory import records, remember
 from engram_cli.memory.model import MEMORY_TYPES
 from engram_cli.project import project_namespace
+from engram_cli.store import ingest_state
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now, normalize_iso
 
@@ -86,34 +87,24 @@ class Namespaces:
 
 
 def load_cursor(store: Store, path: str) -> Cursor | None:
-    row = store.one(
-        "SELECT inode, size, mtime_ns, byte_offset, last_id, last_at, state FROM ingest_cursors WHERE path = ?",
-        (path,),
-    )
+    row = ingest_state.cursor(store, path)
     if row is None:
         return None
     return Cursor(
-        path=path, inode=row[0], size=int(row[1]), mtime_ns=int(row[2]), offset=int(row[3]),
-        last_id=row[4], last_at=row[5], state=json.loads(row[6]),
+        path=path, inode=row.inode, size=row.size, mtime_ns=row.mtime_ns, offset=row.offset,
+        last_id=row.last_id, last_at=row.last_at, state=json.loads(row.state),
     )  # fmt: skip
 
 
 def save_cursor(store: Store, source: str, cursor: Cursor) -> None:
-    store.execute(
-        "INSERT INTO ingest_cursors (path, source, inode, size, mtime_ns, byte_offset, last_id, last_at, state, "
-        "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (path) DO UPDATE SET source = excluded.source, "
-        "inode = excluded.inode, size = excluded.size, mtime_ns = excluded.mtime_ns, "
-        "byte_offset = excluded.byte_offset, last_id = excluded.last_id, last_at = excluded.last_at, "
-        "state = excluded.state, updated_at = excluded.updated_at",
-        (
-            cursor.path, source, cursor.inode, cursor.size, cursor.mtime_ns, cursor.offset, cursor.last_id,
-            cursor.last_at, records.dumps(cursor.state), iso_now(),
-        ),
+    ingest_state.save_cursor(
+        store, source, path=cursor.path, inode=cursor.inode, size=cursor.size, mtime_ns=cursor.mtime_ns,
+        offset=cursor.offset, last_id=cursor.last_id, last_at=cursor.last_at, state=records.dumps(cursor.state),
     )  # fmt: skip
 
 
 def load_digest(store: Store, source: str, key: str) -> dict[str, Any]:
-    value = store.scalar("SELECT digest FROM ingest_sessions WHERE source = ? AND session_key = ?", (source, key))
+    value = ingest_state.digest(store, source, key)
     return {} if value is None else dict(json.loads(value))
 
 
@@ -121,11 +112,8 @@ def save_digest(store: Store, source: str, session: Session, namespace: str, dig
     # The digest is drawn from redacted messages already; it is redacted again because it keeps
     # text (the first prompt, failing command lines) for as long as the session lives.
     safe, _ = redact.redact_data(textmod.clean_data(digest))
-    store.execute(
-        "INSERT INTO ingest_sessions (source, session_key, path, namespace, digest, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source, session_key) DO UPDATE SET path = excluded.path, "
-        "namespace = excluded.namespace, digest = excluded.digest, updated_at = excluded.updated_at",
-        (source, session.key, session.path, namespace, records.dumps(safe), iso_now()),
+    ingest_state.save_digest(
+        store, source, session.key, path=session.path, namespace=namespace, digest=records.dumps(safe)
     )
 
 
@@ -257,7 +245,7 @@ class Loader:
             return _FilePlan(key, Batch([], at_end), [])
         except Exception as exc:  # one importer's bug must not stop the other files
             log.debug("importer %s failed on %s", imp.name, key, exc_info=True)
-            report.error(f"{key}: the {imp.name} importer failed ({_exception(exc)})")
+            report.error(f"{key}: the {imp.name} importer failed ({describe(exc)})")
             return None
         report.redacted.update(scrub(batch, contact=self.contact))
         if batch.stopped:
@@ -275,7 +263,7 @@ class Loader:
             report.error(f"{key} {exc.message}")
         except Exception as exc:  # a bug in the rules must not stop the other files either
             log.debug("extracting memories from %s failed", key, exc_info=True)
-            report.error(f"{key}: extracting memories failed ({_exception(exc)})")
+            report.error(f"{key}: extracting memories failed ({describe(exc)})")
         return None  # the cursor stays: the file is read again once the problem is fixed
 
     def _extract(self, imp: Importer, key: str, batch: Batch, report: SourceReport) -> _FilePlan:
@@ -322,18 +310,14 @@ class Loader:
                     imp.name, session.key, item.key, namespace, item.type, round(item.importance, 3), item.content
                 )
                 report.memories.append(planned)
-                known = self.store.one(
-                    "SELECT memory_id, content_hash FROM ingest_items "
-                    "WHERE source = ? AND session_key = ? AND item_key = ?",
-                    (imp.name, session.key, item.key),
-                )
+                known = ingest_state.known_item(self.store, imp.name, session.key, item.key)
                 if known is not None:
-                    planned.memory_id = str(known[0])
-                    if known[1] == textmod.content_hash(item.content):
+                    planned.memory_id = known.memory_id
+                    if known.content_hash == textmod.content_hash(item.content):
                         planned.action = "unchanged"
                     else:
                         planned.action = "updated"
-                        rewrites.append((planned, str(known[0]), item))
+                        rewrites.append((planned, known.memory_id, item))
                     continue
                 fields: dict[str, Any] = {
                     "content": item.content,
@@ -390,11 +374,10 @@ class Loader:
             save_cursor(self.store, imp.name, plan.batch.cursor)
 
     def _remember_item(self, source: str, session: str, item: Item, memory_id: str, at: str) -> None:
-        self.store.execute(
-            "INSERT OR REPLACE INTO ingest_items (source, session_key, item_key, memory_id, content_hash, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (source, session, item.key, memory_id, textmod.content_hash(item.content), at),
-        )
+        ingest_state.remember_item(
+            self.store, source, session, item.key, memory_id=memory_id,
+            content_hash=textmod.content_hash(item.content), at=at,
+        )  # fmt: skip
 
     def _rewrite(self, planned: Planned, memory_id: str, item: Item, vector: np.ndarray, source: str, at: str) -> None:
         writer = self.writer()
@@ -450,7 +433,7 @@ class Loader:
         except Exception as exc:
             del report.memories[before:]
             log.debug("writing what was read from %s failed", plan.path, exc_info=True)
-            report.error(f"{plan.path}: could not be written ({_exception(exc)})")
+            report.error(f"{plan.path}: could not be written ({describe(exc)})")
 
 
 def with_vectors(writer: remember.Writer, vectors: Mapping[str, np.ndarray]) -> remember.Writer:
@@ -461,11 +444,6 @@ def with_vectors(writer: remember.Writer, vectors: Mapping[str, np.ndarray]) -> 
         return np.stack([vectors[t] if t in vectors else embed([t])[0] for t in texts])
 
     return replace(writer, embed=cached)
-
-
-def _exception(exc: BaseException) -> str:
-    """An exception for a message: its type and text, which may quote the input, so redacted."""
-    return redact.redact(textmod.clean(f"{type(exc).__name__}: {exc}"))[0]
 
 
 def _files(imp: Importer, path: Path | None, env: Mapping[str, str], home: Path) -> list[Path]:
@@ -517,7 +495,7 @@ def run(
             raise  # a --path that does not exist: the whole command is wrong, not one file
         except Exception as exc:  # a listing that trips (a permission, a loop) costs this source, not the run
             log.debug("listing the files of %s failed", name, exc_info=True)
-            part.error(f"its files could not be listed ({_exception(exc)})")
+            part.error(f"its files could not be listed ({describe(exc)})")
             report.sources.append(part)
             continue
         if not found:
@@ -534,62 +512,3 @@ def run(
     if not any(s.files or s.errors for s in report.sources) and not report.stopped_early:
         report.looked = looked
     return report
-
-
-@dataclass
-class FileState:
-    path: str
-    state: str  # new | changed | unchanged | missing | skipped (not a regular file)
-    size: int
-    offset: int
-    last_ingest: str | None
-
-
-def _file_state(store: Store, path: Path) -> FileState:
-    key = textmod.clean(str(path))
-    if files.irregular(path) is not None:
-        return FileState(key, "skipped", 0, 0, None)
-    row = store.one("SELECT inode, size, mtime_ns, byte_offset, updated_at FROM ingest_cursors WHERE path = ?", (key,))
-    try:
-        st = path.stat()
-    except OSError:
-        return FileState(key, "missing", 0, 0, None)
-    if row is None:
-        return FileState(key, "new", st.st_size, 0, None)
-    same = row[0] == st.st_ino and row[1] == st.st_size and row[2] == st.st_mtime_ns
-    return FileState(key, "unchanged" if same else "changed", st.st_size, int(row[3]), row[4])
-
-
-def listing(store: Store, *, env: Mapping[str, str] | None = None, home: Path | None = None) -> list[dict[str, Any]]:
-    """What `engram ingest --list` shows: every source found, its files, how much is new, the cursors."""
-    env = dict(os.environ if env is None else env)
-    home = home or Path.home()
-    out: list[dict[str, Any]] = []
-    for name in dict.fromkeys(SOURCES):
-        imp = importer(name)
-        error = None
-        try:
-            states = [_file_state(store, path) for path in sorted(set(imp.locate(env, home)))]
-        except Exception as exc:  # one source that cannot be listed still leaves the others to show
-            log.debug("listing the files of %s failed", name, exc_info=True)
-            states, error = [], f"its files could not be listed ({_exception(exc)})"
-        sessions = int(store.scalar("SELECT count(*) FROM ingest_sessions WHERE source = ?", (name,)) or 0)
-        items = int(store.scalar("SELECT count(*) FROM ingest_items WHERE source = ?", (name,)) or 0)
-        out.append(
-            {
-                "source": name,
-                "agent": imp.agent,
-                "description": imp.description,
-                "files": len(states),
-                "new": sum(1 for s in states if s.state == "new"),
-                "changed": sum(1 for s in states if s.state == "changed"),
-                "skipped": sum(1 for s in states if s.state == "skipped"),
-                "pending_bytes": sum(max(0, s.size - s.offset) for s in states if s.state != "unchanged"),
-                "sessions_seen": sessions,
-                "memories": items,
-                "last_ingest": max((s.last_ingest for s in states if s.last_ingest), default=None),
-                "paths": [s.__dict__ for s in states],
-                "error": error,
-            }
-        )
-    return out
