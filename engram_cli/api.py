@@ -14,6 +14,8 @@ import numpy as np
 
 from engram_cli import config as configmod
 from engram_cli.errors import EngramError, InvalidInput, ModelError
+from engram_cli.ingest.port import IngestPort
+from engram_cli.ingest.report import IngestReport
 from engram_cli.memory import audit as auditmod
 from engram_cli.memory import compact as compactmod
 from engram_cli.memory import decay as decaymod
@@ -490,20 +492,20 @@ class Engram:
         namespace: str | None = None,
         max_seconds: float | None = None,
         progress: Any = None,
-    ) -> Any:
+    ) -> IngestReport:
         """Harvest one source's logs (or every source found in its default place); see engram_cli.ingest."""
         from engram_cli.ingest import loader
         from engram_cli.store.lock import exclusive
 
         forced = None if namespace is None else normalize_namespace(namespace)
 
-        def run() -> Any:
+        def run() -> IngestReport:
             return loader.run(
-                self, source, path=None if path is None else Path(path).expanduser(), dry_run=dry_run,
+                self.ingest_port(), source, path=None if path is None else Path(path).expanduser(), dry_run=dry_run,
                 namespace=forced, max_seconds=max_seconds, progress=progress,
             )  # fmt: skip
 
-        def checked() -> Any:
+        def checked() -> IngestReport:
             # The loader reports a file it cannot store and goes on with the next; when the
             # database itself is damaged, that is the error, not a list of failed files.
             self.store.damage = None
@@ -521,9 +523,21 @@ class Engram:
 
     def ingest_sources(self) -> builtins.list[dict[str, Any]]:
         """Every known source: files found in its default place, what is new, the cursors' state."""
-        from engram_cli.ingest import loader
+        from engram_cli.ingest import listing
 
-        return loader.listing(self)
+        return listing.sources(self.store)
+
+    def ingest_port(self) -> IngestPort:
+        """What the ingest loader may use of this store: its writer, its checks and the ingest settings."""
+        return IngestPort(
+            store=self.store,
+            writer=lambda: self._writer(no_merge=False),
+            prepare=self._prepare,
+            namespace=self.settings.namespace,
+            extract_command=self.settings.extract.command.strip(),
+            extract_timeout=self.settings.extract.timeout_s,
+            contact=self.settings.redact.contact_details,
+        )
 
     @classmethod
     def open_dataset(

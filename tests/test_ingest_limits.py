@@ -55,7 +55,7 @@ def transcript(tmp_path: Path) -> Path:
 
 
 def _run(engram: Engram, path: Path, deadline: limits.Deadline | None) -> tuple[loader.Loader, SourceReport]:
-    load = loader.Loader(engram, dry_run=False, namespace=None, extract_command="", progress=None, deadline=deadline)
+    load = loader.Loader(engram.ingest_port(), dry_run=False, namespace=None, progress=None, deadline=deadline)
     report = SourceReport("claude-code")
     load.run_source(importer("claude-code"), [path], report)
     return load, report
@@ -141,7 +141,7 @@ def test_a_read_stuck_past_the_deadline_and_grace_is_abandoned_and_the_run_ends(
     stuck = Stuck()
     before = signal.getsignal(signal.SIGALRM)
     load = loader.Loader(
-        engram, dry_run=False, namespace=None, extract_command="", progress=None, deadline=limits.Deadline.after(0.2)
+        engram.ingest_port(), dry_run=False, namespace=None, progress=None, deadline=limits.Deadline.after(0.2)
     )
     report = SourceReport("claude-code")
     started = time.monotonic()

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from engram_cli import jsonl
 from engram_cli.ingest import files, limits
 from engram_cli.lang import redact
 
@@ -185,13 +186,9 @@ def complete_lines(path: Path, offset: int, batch: Batch, first_line: int = 0) -
 
 def decode(raw: bytes, batch: Batch, where: str) -> str | None:
     """UTF-8 text of a line, or None (counted) when it is not text."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        batch.skip("invalid UTF-8", where)
-        return None
-    if "\x00" in text:
-        batch.skip("binary data", where)
+    text = jsonl.decode(raw)
+    if isinstance(text, jsonl.Problem):
+        batch.skip(text.reason, where)
         return None
     return text
 
@@ -222,13 +219,10 @@ def json_document(path: Path, size: int, batch: Batch, *, not_ours: str) -> dict
 
 
 def _json_object(text: str, batch: Batch, where: str, *, not_object: str) -> dict[str, Any] | None:
-    try:
-        obj = json.loads(text)
-    except (ValueError, RecursionError):  # nested too deep for the parser is bad input too, not a crash
-        batch.skip("invalid JSON", where)
-        return None
-    if not isinstance(obj, dict):
-        batch.skip(not_object, where)
+    obj = jsonl.parse(text)
+    if isinstance(obj, jsonl.Problem):
+        # Nested too deep for the parser is bad input too, counted like any JSON that does not parse.
+        batch.skip(not_object if obj.reason == jsonl.NOT_OBJECT else jsonl.NOT_JSON, where)
         return None
     return obj
 

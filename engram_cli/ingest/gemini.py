@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engram_cli import jsonl
 from engram_cli.ingest import files
 from engram_cli.ingest.base import (
     ASSISTANT,
@@ -328,13 +329,12 @@ def _parse_lines(
         text = decode(raw, batch, where)
         if text is None:
             continue
-        try:
-            obj = json.loads(text)
-        except ValueError:
-            batch.skip("invalid JSON", where)
-            continue
-        if not isinstance(obj, dict):
-            batch.skip("not a JSON object", where)
+        obj = jsonl.parse(text)
+        if isinstance(obj, jsonl.Problem):
+            if obj.reason == jsonl.TOO_DEEP:
+                # Left to the loader, which skips a file nested past the parser whole until it changes.
+                raise RecursionError(f"{where}: JSON nested too deeply")
+            batch.skip("not a JSON object" if obj.reason == jsonl.NOT_OBJECT else obj.reason, where)
             continue
         if isinstance(obj.get("$rewindTo"), str):
             parsed.rewritten = True

@@ -19,38 +19,35 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shlex
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from engram_cli import external, jsonl
 from engram_cli.errors import EngramError, InvalidInput, NotFound, UsageError
 from engram_cli.ingest import SOURCES, files, importer, limits
 from engram_cli.ingest.base import Batch, Cursor, Importer, Session
 from engram_cli.ingest.extract import Item, extract
-from engram_cli.ingest.report import IngestReport, Planned, SourceReport
+from engram_cli.ingest.port import IngestPort
+from engram_cli.ingest.report import IngestReport, Planned, SourceReport, describe
 from engram_cli.ingest.scrub import scrub
 from engram_cli.lang import redact
 from engram_cli.lang import text as textmod
 from engram_cli.memory import records, remember
 from engram_cli.memory.model import MEMORY_TYPES
 from engram_cli.project import project_namespace
+from engram_cli.store import ingest_state
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now, normalize_iso
-
-if TYPE_CHECKING:
-    from engram_cli.api import Engram
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
 # Items written per add_many batch inside a file's transaction.
 WRITE_BATCH = 64
-EXTRACT_TIMEOUT_S = 120.0
 # How long past --max-seconds a file may still be read before it is abandoned (see limits.hard_stop).
 HARD_STOP_GRACE_S = 10.0
 NOT_REGULAR = "not a regular file"
@@ -90,34 +87,24 @@ class Namespaces:
 
 
 def load_cursor(store: Store, path: str) -> Cursor | None:
-    row = store.one(
-        "SELECT inode, size, mtime_ns, byte_offset, last_id, last_at, state FROM ingest_cursors WHERE path = ?",
-        (path,),
-    )
+    row = ingest_state.cursor(store, path)
     if row is None:
         return None
     return Cursor(
-        path=path, inode=row[0], size=int(row[1]), mtime_ns=int(row[2]), offset=int(row[3]),
-        last_id=row[4], last_at=row[5], state=json.loads(row[6]),
+        path=path, inode=row.inode, size=row.size, mtime_ns=row.mtime_ns, offset=row.offset,
+        last_id=row.last_id, last_at=row.last_at, state=json.loads(row.state),
     )  # fmt: skip
 
 
 def save_cursor(store: Store, source: str, cursor: Cursor) -> None:
-    store.execute(
-        "INSERT INTO ingest_cursors (path, source, inode, size, mtime_ns, byte_offset, last_id, last_at, state, "
-        "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (path) DO UPDATE SET source = excluded.source, "
-        "inode = excluded.inode, size = excluded.size, mtime_ns = excluded.mtime_ns, "
-        "byte_offset = excluded.byte_offset, last_id = excluded.last_id, last_at = excluded.last_at, "
-        "state = excluded.state, updated_at = excluded.updated_at",
-        (
-            cursor.path, source, cursor.inode, cursor.size, cursor.mtime_ns, cursor.offset, cursor.last_id,
-            cursor.last_at, records.dumps(cursor.state), iso_now(),
-        ),
+    ingest_state.save_cursor(
+        store, source, path=cursor.path, inode=cursor.inode, size=cursor.size, mtime_ns=cursor.mtime_ns,
+        offset=cursor.offset, last_id=cursor.last_id, last_at=cursor.last_at, state=records.dumps(cursor.state),
     )  # fmt: skip
 
 
 def load_digest(store: Store, source: str, key: str) -> dict[str, Any]:
-    value = store.scalar("SELECT digest FROM ingest_sessions WHERE source = ? AND session_key = ?", (source, key))
+    value = ingest_state.digest(store, source, key)
     return {} if value is None else dict(json.loads(value))
 
 
@@ -125,11 +112,8 @@ def save_digest(store: Store, source: str, session: Session, namespace: str, dig
     # The digest is drawn from redacted messages already; it is redacted again because it keeps
     # text (the first prompt, failing command lines) for as long as the session lives.
     safe, _ = redact.redact_data(textmod.clean_data(digest))
-    store.execute(
-        "INSERT INTO ingest_sessions (source, session_key, path, namespace, digest, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source, session_key) DO UPDATE SET path = excluded.path, "
-        "namespace = excluded.namespace, digest = excluded.digest, updated_at = excluded.updated_at",
-        (source, session.key, session.path, namespace, records.dumps(safe), iso_now()),
+    ingest_state.save_digest(
+        store, source, session.key, path=session.path, namespace=namespace, digest=records.dumps(safe)
     )
 
 
@@ -166,7 +150,7 @@ def _record_item(record: Mapping[str, Any], index: int) -> Item:
     )
 
 
-def run_extract_command(command: str, session: Session, digest: dict[str, Any]) -> list[Item]:
+def run_extract_command(command: str, session: Session, digest: dict[str, Any], timeout: float) -> list[Item]:
     """Hand the session to the user's extractor: JSON on stdin, memory records as JSONL on stdout."""
     payload = {
         "source": session.source,
@@ -180,28 +164,13 @@ def run_extract_command(command: str, session: Session, digest: dict[str, Any]) 
         "digest": digest,
         "messages": [m.__dict__ for m in session.messages],
     }
-    try:
-        done = subprocess.run(
-            shlex.split(command), input=json.dumps(payload, ensure_ascii=False), capture_output=True, text=True,
-            encoding="utf-8", errors="replace", timeout=EXTRACT_TIMEOUT_S, check=False,
-        )  # fmt: skip
-    except (OSError, ValueError) as exc:
-        raise InvalidInput(f"extract.command {command!r} cannot run: {exc}") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise InvalidInput(f"extract.command took longer than {EXTRACT_TIMEOUT_S:.0f} s") from exc
-    if done.returncode != 0:
-        tail = done.stderr.strip().splitlines()[-1:] or ["no message"]
-        raise InvalidInput(f"extract.command exited with {done.returncode}: {tail[0][:200]}")
+    output = external.run_json(command, payload, setting="extract.command", timeout=timeout)
     items: list[Item] = []
-    for lineno, line in enumerate(done.stdout.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"extract.command output line {lineno} is not JSON: {exc.msg}") from exc
-        if not isinstance(record, dict):
-            raise InvalidInput(f"extract.command output line {lineno} is not an object")
+    for lineno, record in jsonl.read(output.splitlines()):
+        if isinstance(record, jsonl.Problem):
+            if record.reason == jsonl.NOT_OBJECT:
+                raise InvalidInput(f"extract.command output line {lineno} is not an object")
+            raise InvalidInput(f"extract.command output line {lineno} is not JSON: {record.detail or record.reason}")
         record = textmod.clean_data(record)  # JSON escapes can spell a lone surrogate
         record.setdefault("key", f"command:{lineno}:{textmod.content_hash(str(record.get('content')))[:12]}")
         items.append(_record_item(record, lineno))
@@ -223,20 +192,18 @@ class _FilePlan:
 class Loader:
     def __init__(
         self,
-        engram: Engram,
+        port: IngestPort,
         *,
         dry_run: bool,
         namespace: str | None,
-        extract_command: str,
         progress: Progress | None,
         deadline: limits.Deadline | None,
     ) -> None:
-        self.engram = engram
-        self.store = engram.store
+        self.port = port
+        self.store = port.store
         self.dry_run = dry_run
-        self.namespaces = Namespaces(engram.settings.namespace, namespace)
-        self.extract_command = extract_command
-        self.contact = engram.settings.redact.contact_details
+        self.namespaces = Namespaces(port.namespace, namespace)
+        self.contact = port.contact
         self.progress = progress or (lambda done, total: None)
         self.deadline = deadline
         self.stopped_early = False
@@ -278,7 +245,7 @@ class Loader:
             return _FilePlan(key, Batch([], at_end), [])
         except Exception as exc:  # one importer's bug must not stop the other files
             log.debug("importer %s failed on %s", imp.name, key, exc_info=True)
-            report.error(f"{key}: the {imp.name} importer failed ({_exception(exc)})")
+            report.error(f"{key}: the {imp.name} importer failed ({describe(exc)})")
             return None
         report.redacted.update(scrub(batch, contact=self.contact))
         if batch.stopped:
@@ -296,7 +263,7 @@ class Loader:
             report.error(f"{key} {exc.message}")
         except Exception as exc:  # a bug in the rules must not stop the other files either
             log.debug("extracting memories from %s failed", key, exc_info=True)
-            report.error(f"{key}: extracting memories failed ({_exception(exc)})")
+            report.error(f"{key}: extracting memories failed ({describe(exc)})")
         return None  # the cursor stays: the file is read again once the problem is fixed
 
     def _extract(self, imp: Importer, key: str, batch: Batch, report: SourceReport) -> _FilePlan:
@@ -312,8 +279,8 @@ class Loader:
                         given = {k: record[k] for k in RECORD_FIELDS if record.get(k) is not None}
                         if given:
                             extras[(session.key, item.key)] = given
-                elif self.extract_command:
-                    items = run_extract_command(self.extract_command, session, digest)
+                elif self.port.extract_command:
+                    items = run_extract_command(self.port.extract_command, session, digest, self.port.extract_timeout)
                 else:
                     items, digest = extract(session, digest)
             except InvalidInput as exc:
@@ -331,7 +298,7 @@ class Loader:
 
     def writer(self) -> remember.Writer:
         if self._writer is None:
-            self._writer = self.engram._writer(no_merge=False)
+            self._writer = self.port.writer()
         return self._writer
 
     def write_file(self, imp: Importer, plan: _FilePlan, report: SourceReport) -> None:
@@ -343,18 +310,14 @@ class Loader:
                     imp.name, session.key, item.key, namespace, item.type, round(item.importance, 3), item.content
                 )
                 report.memories.append(planned)
-                known = self.store.one(
-                    "SELECT memory_id, content_hash FROM ingest_items "
-                    "WHERE source = ? AND session_key = ? AND item_key = ?",
-                    (imp.name, session.key, item.key),
-                )
+                known = ingest_state.known_item(self.store, imp.name, session.key, item.key)
                 if known is not None:
-                    planned.memory_id = str(known[0])
-                    if known[1] == textmod.content_hash(item.content):
+                    planned.memory_id = known.memory_id
+                    if known.content_hash == textmod.content_hash(item.content):
                         planned.action = "unchanged"
                     else:
                         planned.action = "updated"
-                        rewrites.append((planned, str(known[0]), item))
+                        rewrites.append((planned, known.memory_id, item))
                     continue
                 fields: dict[str, Any] = {
                     "content": item.content,
@@ -382,48 +345,39 @@ class Loader:
                     except InvalidInput:
                         report.skipped["unreadable time"] += 1
                 try:
-                    new.append((planned, self.engram._prepare(fields), item, session))
+                    new.append((planned, self.port.prepare(fields), item, session))
                 except InvalidInput as exc:
                     planned.action = "unchanged"
                     report.skipped["unusable memory"] += 1
                     report.notes.append(f"{plan.path} {session.key} {item.key}: {exc.message}")
         if self.dry_run:
             return
-        writer = self.writer()
         # Embed outside the write transaction so other writers wait for our rows, not our model.
         texts = list(dict.fromkeys([n.content for _, n, _, _ in new] + [i.content for _, _, i in rewrites]))
+        writer = self.writer()
         vectors = writer.embed(texts) if texts else np.zeros((0, writer.dim), dtype=np.float32)
         cache = dict(zip(texts, vectors, strict=True))
-        embed = writer.embed
-
-        def cached(batch: Sequence[str]) -> np.ndarray:
-            return np.stack([cache[t] if t in cache else embed([t])[0] for t in batch])
-
+        writer = with_vectors(writer, cache)
         at = iso_now()
         with self.store.write():
-            writer.embed = cached
-            try:
-                for start in range(0, len(new), WRITE_BATCH):
-                    chunk = new[start : start + WRITE_BATCH]
-                    results = writer.write_batch([n for _, n, _, _ in chunk])
-                    for (planned, _, item, session), result in zip(chunk, results, strict=True):
-                        planned.action = result.action
-                        planned.memory_id = result.memory.id
-                        self._remember_item(imp.name, session.key, item, result.memory.id, at)
-                for planned, memory_id, item in rewrites:
-                    self._rewrite(planned, memory_id, item, cache[item.content], imp.name, at)
-            finally:
-                writer.embed = embed
+            for start in range(0, len(new), WRITE_BATCH):
+                chunk = new[start : start + WRITE_BATCH]
+                results = writer.write_batch([n for _, n, _, _ in chunk])
+                for (planned, _, item, session), result in zip(chunk, results, strict=True):
+                    planned.action = result.action
+                    planned.memory_id = result.memory.id
+                    self._remember_item(imp.name, session.key, item, result.memory.id, at)
+            for planned, memory_id, item in rewrites:
+                self._rewrite(planned, memory_id, item, cache[item.content], imp.name, at)
             for session, namespace, _, digest in plan.sessions:
                 save_digest(self.store, imp.name, session, namespace, digest)
             save_cursor(self.store, imp.name, plan.batch.cursor)
 
     def _remember_item(self, source: str, session: str, item: Item, memory_id: str, at: str) -> None:
-        self.store.execute(
-            "INSERT OR REPLACE INTO ingest_items (source, session_key, item_key, memory_id, content_hash, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (source, session, item.key, memory_id, textmod.content_hash(item.content), at),
-        )
+        ingest_state.remember_item(
+            self.store, source, session, item.key, memory_id=memory_id,
+            content_hash=textmod.content_hash(item.content), at=at,
+        )  # fmt: skip
 
     def _rewrite(self, planned: Planned, memory_id: str, item: Item, vector: np.ndarray, source: str, at: str) -> None:
         writer = self.writer()
@@ -479,12 +433,17 @@ class Loader:
         except Exception as exc:
             del report.memories[before:]
             log.debug("writing what was read from %s failed", plan.path, exc_info=True)
-            report.error(f"{plan.path}: could not be written ({_exception(exc)})")
+            report.error(f"{plan.path}: could not be written ({describe(exc)})")
 
 
-def _exception(exc: BaseException) -> str:
-    """An exception for a message: its type and text, which may quote the input, so redacted."""
-    return redact.redact(textmod.clean(f"{type(exc).__name__}: {exc}"))[0]
+def with_vectors(writer: remember.Writer, vectors: Mapping[str, np.ndarray]) -> remember.Writer:
+    """A copy of ``writer`` that takes the vectors of texts embedded beforehand, embedding only the others."""
+    embed = writer.embed
+
+    def cached(texts: Sequence[str]) -> np.ndarray:
+        return np.stack([vectors[t] if t in vectors else embed([t])[0] for t in texts])
+
+    return replace(writer, embed=cached)
 
 
 def _files(imp: Importer, path: Path | None, env: Mapping[str, str], home: Path) -> list[Path]:
@@ -509,7 +468,7 @@ def source_names(source: str | None, path: Path | None) -> list[str]:
 
 
 def run(
-    engram: Engram,
+    port: IngestPort,
     source: str | None = None,
     *,
     path: Path | None = None,
@@ -520,15 +479,12 @@ def run(
     env: Mapping[str, str] | None = None,
     home: Path | None = None,
 ) -> IngestReport:
-    """Ingest one source (or every source found in its default place) into ``engram``."""
+    """Ingest one source (or every source found in its default place) through ``port``."""
     env = dict(os.environ if env is None else env)
     home = home or Path.home()
     report = IngestReport(dry_run=dry_run)
     deadline = None if max_seconds is None else limits.Deadline.after(max_seconds)
-    loader = Loader(
-        engram, dry_run=dry_run, namespace=namespace,
-        extract_command=engram.settings.extract.command.strip(), progress=progress, deadline=deadline,
-    )  # fmt: skip
+    loader = Loader(port, dry_run=dry_run, namespace=namespace, progress=progress, deadline=deadline)
     looked: list[dict[str, str | None]] = []
     for name in source_names(source, path):
         imp = importer(name)
@@ -539,7 +495,7 @@ def run(
             raise  # a --path that does not exist: the whole command is wrong, not one file
         except Exception as exc:  # a listing that trips (a permission, a loop) costs this source, not the run
             log.debug("listing the files of %s failed", name, exc_info=True)
-            part.error(f"its files could not be listed ({_exception(exc)})")
+            part.error(f"its files could not be listed ({describe(exc)})")
             report.sources.append(part)
             continue
         if not found:
@@ -556,64 +512,3 @@ def run(
     if not any(s.files or s.errors for s in report.sources) and not report.stopped_early:
         report.looked = looked
     return report
-
-
-@dataclass
-class FileState:
-    path: str
-    state: str  # new | changed | unchanged | missing | skipped (not a regular file)
-    size: int
-    offset: int
-    last_ingest: str | None
-
-
-def _file_state(engram: Engram, path: Path) -> FileState:
-    key = textmod.clean(str(path))
-    if files.irregular(path) is not None:
-        return FileState(key, "skipped", 0, 0, None)
-    row = engram.store.one(
-        "SELECT inode, size, mtime_ns, byte_offset, updated_at FROM ingest_cursors WHERE path = ?", (key,)
-    )
-    try:
-        st = path.stat()
-    except OSError:
-        return FileState(key, "missing", 0, 0, None)
-    if row is None:
-        return FileState(key, "new", st.st_size, 0, None)
-    same = row[0] == st.st_ino and row[1] == st.st_size and row[2] == st.st_mtime_ns
-    return FileState(key, "unchanged" if same else "changed", st.st_size, int(row[3]), row[4])
-
-
-def listing(engram: Engram, *, env: Mapping[str, str] | None = None, home: Path | None = None) -> list[dict[str, Any]]:
-    """What `engram ingest --list` shows: every source found, its files, how much is new, the cursors."""
-    env = dict(os.environ if env is None else env)
-    home = home or Path.home()
-    out: list[dict[str, Any]] = []
-    for name in dict.fromkeys(SOURCES):
-        imp = importer(name)
-        error = None
-        try:
-            states = [_file_state(engram, path) for path in sorted(set(imp.locate(env, home)))]
-        except Exception as exc:  # one source that cannot be listed still leaves the others to show
-            log.debug("listing the files of %s failed", name, exc_info=True)
-            states, error = [], f"its files could not be listed ({_exception(exc)})"
-        sessions = int(engram.store.scalar("SELECT count(*) FROM ingest_sessions WHERE source = ?", (name,)) or 0)
-        items = int(engram.store.scalar("SELECT count(*) FROM ingest_items WHERE source = ?", (name,)) or 0)
-        out.append(
-            {
-                "source": name,
-                "agent": imp.agent,
-                "description": imp.description,
-                "files": len(states),
-                "new": sum(1 for s in states if s.state == "new"),
-                "changed": sum(1 for s in states if s.state == "changed"),
-                "skipped": sum(1 for s in states if s.state == "skipped"),
-                "pending_bytes": sum(max(0, s.size - s.offset) for s in states if s.state != "unchanged"),
-                "sessions_seen": sessions,
-                "memories": items,
-                "last_ingest": max((s.last_ingest for s in states if s.last_ingest), default=None),
-                "paths": [s.__dict__ for s in states],
-                "error": error,
-            }
-        )
-    return out

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engram_cli import jsonl
 from engram_cli.errors import InvalidInput
 from engram_cli.ingest import files
 from engram_cli.ingest.base import Batch, Cursor, Importer, Session, complete_lines, decode
@@ -115,13 +116,12 @@ class RecordsImporter:
             text = decode(raw, batch, where)
             if text is None or not text.strip():
                 continue
-            try:
-                obj = json.loads(text)
-            except ValueError:
-                batch.skip("invalid JSON", where)
-                continue
-            if not isinstance(obj, dict):
-                batch.skip("not an object", where)
+            obj = jsonl.parse(text)
+            if isinstance(obj, jsonl.Problem):
+                if obj.reason == jsonl.TOO_DEEP:
+                    # Left to the loader, which skips a file nested past the parser whole until it changes.
+                    raise RecursionError(f"{where}: JSON nested too deeply")
+                batch.skip(obj.reason, where)
                 continue
             if problem := _problem(obj):
                 batch.skip(problem, where)

@@ -6,10 +6,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from engram_cli.lang import redact
 from engram_cli.lang.text import clean
 
 # Notes kept per source for --verbose; past this the count in ``skipped`` still says how many.
 MAX_NOTES = 1000
+
+
+def describe(exc: BaseException) -> str:
+    """An exception for a message: its type and text, which may quote the input, so redacted."""
+    return redact.redact(clean(f"{type(exc).__name__}: {exc}"))[0]
 
 
 @dataclass

@@ -26,11 +26,8 @@ nothing to do.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
-import shlex
-import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -39,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from engram_cli import external
 from engram_cli.errors import ConflictError, InvalidInput, NotFound
 from engram_cli.lang import redact
 from engram_cli.lang import text as textmod
@@ -299,27 +297,10 @@ def run_summarizer(command: str, cluster: Cluster, timeout: float) -> str:
         ],
         "extractive": cluster.content,
     }
-    try:
-        done = subprocess.run(
-            shlex.split(command),
-            input=json.dumps(payload, ensure_ascii=False),
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            timeout=timeout,
-            check=False,
-        )
-    except (OSError, ValueError) as exc:
-        raise InvalidInput(f"summarizer.command {command!r} cannot run: {exc}") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise InvalidInput(f"summarizer.command timed out after {timeout:.0f} s") from exc
-    if done.returncode != 0:
-        tail = done.stderr.strip().splitlines()[-1:] or ["no message"]
-        raise InvalidInput(f"summarizer.command exited with {done.returncode}: {tail[0][:200]}")
+    output = external.run_json(command, payload, setting="summarizer.command", timeout=timeout)
     # The program may echo what it was given or add text of its own: redact before clipping, so no cut
     # secret slips past the patterns.
-    summary, _ = redact.redact(textmod.normalize(done.stdout))
+    summary, _ = redact.redact(textmod.normalize(output))
     if not summary:
         raise InvalidInput("summarizer.command printed nothing")
     return summary[:MAX_CONTENT_CHARS]

@@ -14,7 +14,6 @@ MRR (1 / rank of the first relevant hit within the deepest k, else 0), nDCG@10 (
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import statistics
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engram_cli import jsonl
 from engram_cli.errors import InvalidInput
 from engram_cli.memory.model import Memory
 
@@ -55,15 +55,11 @@ class Query:
 def parse_queries(lines: Iterable[str]) -> list[Query]:
     """Queries from JSONL; a bad line raises InvalidInput naming its line number."""
     out: list[Query] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"line {number}: not JSON ({exc.msg})") from exc
-        if not isinstance(raw, dict):
-            raise InvalidInput(f"line {number}: expected an object with 'query' and 'expected'")
+    for number, raw in jsonl.read(lines):
+        if isinstance(raw, jsonl.Problem):
+            if raw.reason == jsonl.NOT_OBJECT:
+                raise InvalidInput(f"line {number}: expected an object with 'query' and 'expected'")
+            raise InvalidInput(f"line {number}: not JSON ({raw.detail or raw.reason})")
         text = raw.get("query")
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput(f"line {number}: 'query' must be non-empty text")
@@ -306,14 +302,10 @@ def dataset_records(paths: Sequence[Path]) -> list[dict[str, Any]]:
     """Memory records to load; each keeps its dataset ``id`` as ``metadata.eval_id``."""
     out: list[dict[str, Any]] = []
     for path in paths:
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInput(f"{path.name} line {number}: not JSON ({exc.msg})") from exc
-            if not isinstance(raw, dict) or not isinstance(raw.get("content"), str):
+        for number, raw in jsonl.read(path.read_text(encoding="utf-8").splitlines()):
+            if isinstance(raw, jsonl.Problem) and raw.reason != jsonl.NOT_OBJECT:
+                raise InvalidInput(f"{path.name} line {number}: not JSON ({raw.detail or raw.reason})")
+            if isinstance(raw, jsonl.Problem) or not isinstance(raw.get("content"), str):
                 raise InvalidInput(f"{path.name} line {number}: expected an object with 'content'")
             record = {k: raw[k] for k in _RECORD_FIELDS if raw.get(k) is not None}
             metadata = dict(record.get("metadata") or {})

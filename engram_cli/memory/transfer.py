@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from engram_cli import jsonl
 from engram_cli.errors import InvalidInput
 from engram_cli.lang import redact as redactmod
 from engram_cli.lang import text as textmod
@@ -101,33 +101,19 @@ def _require(data: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> A
     return value
 
 
-def _too_deep(value: Any) -> bool:
-    """Whether ``value`` nests objects and lists more than MAX_DEPTH levels (checked without recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, level = stack.pop()
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
-        if children is None:
-            continue
-        if level > MAX_DEPTH:
-            return True
-        stack.extend((child, level + 1) for child in children)
-    return False
-
-
-def _decode(raw: str) -> tuple[Any, bool]:
-    """The JSON value of one line, and whether invalid UTF-8 or lone surrogates were replaced in it."""
+def _decode(raw: str) -> tuple[dict[str, Any], bool]:
+    """The JSON object of one line, and whether invalid UTF-8 or lone surrogates were replaced in it."""
     text = textmod.clean(raw)
     replaced = text != raw
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+    data = jsonl.parse(text, max_depth=MAX_DEPTH)
+    if isinstance(data, jsonl.Problem):
+        if data.reason == jsonl.TOO_DEEP:
+            raise InvalidInput(f"JSON nested too deeply (more than {MAX_DEPTH} levels)")
+        if data.reason == jsonl.NOT_OBJECT:
+            raise InvalidInput("a line must be a JSON object")
+        where = "" if data.column is None else f" at column {data.column}"
         bytes_note = "; the line also held invalid UTF-8, replaced by U+FFFD" if replaced else ""
-        raise InvalidInput(f"not JSON ({exc.msg} at column {exc.colno}){bytes_note}") from exc
-    except RecursionError as exc:
-        raise InvalidInput(f"JSON nested too deeply (more than {MAX_DEPTH} levels)") from exc
-    if _too_deep(data):
-        raise InvalidInput(f"JSON nested too deeply (more than {MAX_DEPTH} levels)")
+        raise InvalidInput(f"not JSON ({data.detail}{where}){bytes_note}")
     scrubbed = textmod.clean_data(data)
     return scrubbed, replaced or scrubbed != data
 
@@ -211,8 +197,6 @@ def _parse(
     number: int, raw: str, known_models: dict[str, int], namespace: str, agent: str, contact: bool = False
 ) -> _Line:
     data, _ = _decode(raw)
-    if not isinstance(data, dict):
-        raise InvalidInput("a line must be a JSON object")
     if "id" not in data:
         if not isinstance(data.get("content"), str):
             raise InvalidInput("field 'content' is missing or is not text")

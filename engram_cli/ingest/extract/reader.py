@@ -1,0 +1,270 @@
+"""Reading a session: each new message updates the state; preferences, decisions and fixes come out as memories."""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from engram_cli.ingest.base import ASSISTANT, SHELL, TOOL, USER, Message, Session
+from engram_cli.ingest.extract.commands import Signature, signature
+from engram_cli.ingest.extract.cues import REMEMBER, _semantic
+from engram_cli.ingest.extract.episode import _is_request, _task
+from engram_cli.ingest.extract.item import Item, _message_id
+from engram_cli.ingest.extract.outcome import _COMMIT_LINE, edited_files, error_line, explanation, failed, outcome
+from engram_cli.ingest.extract.state import MAX_FIXES, MAX_OPEN, MAX_PENDING, MAX_SEMANTIC, _Call, _Failure, _State
+from engram_cli.ingest.extract.wording import (
+    _BASH_INPUT,
+    _BASH_OUTPUT,
+    _RUN_COMMAND,
+    _SLASH,
+    _clip,
+    _is_chinese,
+    _unwrap,
+    _user_text,
+)
+from engram_cli.lang.text import content_hash
+
+FIX_IMPORTANCE = 0.6
+
+
+class _Reader:
+    """Walks the new messages of one session, updating the state and collecting memories."""
+
+    def __init__(self, session: Session, state: _State) -> None:
+        self.session = session
+        self.state = state
+        self.items: list[Item] = []
+        self.source = session.source
+
+    def feed(self, message: Message) -> None:
+        state = self.state
+        state.messages += 1
+        state.seen_time(message.at)
+        if message.role == SHELL:
+            self.shell(message)
+        elif message.role == USER:
+            state.agent = True
+            self.user(message)
+        elif message.role == ASSISTANT:
+            state.agent = True
+            self.assistant(message)
+        elif message.role == TOOL:
+            state.agent = True
+            self.tool(message)
+
+    # people
+
+    def user(self, message: Message) -> None:
+        text = _user_text(message.text or "")
+        if text is None:
+            return
+        bash = _BASH_INPUT.search(text)
+        if bash:  # Claude Code's "!" mode: the command, then its output in the next user message
+            self.call(message, bash.group(1).strip(), None)
+            return
+        if _BASH_OUTPUT.search(message.text or "") and self.state.pending:
+            self.result(message, _unwrap(re.sub(r"</?bash-\w+>", "\n", message.text or "")), message.is_error)
+            return
+        run = _RUN_COMMAND.match(text)
+        if run:
+            self.call(message, run.group(1).split("\n")[0].strip(), None)
+            return
+        slash = _SLASH.match(text)
+        if slash:
+            # A slash command is not a request; what follows it may be (aider's /ask, /code …).
+            text = (slash.group(2) or "").strip()
+            if not text:
+                return
+        self.state.last_fail = None
+        if self.state.task is None and _is_request(text):
+            task = _task(text)
+            if re.search(r"\w", task):
+                self.state.task = task
+                self.state.lang = "zh" if _is_chinese(task) else "en"
+        if self.state.semantic >= MAX_SEMANTIC:
+            return
+        item = _semantic(message, text, self.source)
+        # People resend a message after an interruption: the same words are one memory.
+        said = content_hash(item.content)[:12] if item else ""
+        if item and said not in self.state.said:
+            self.state.said.append(said)
+            self.items.append(item)
+            self.state.semantic += 1
+            if item.tags[0] == REMEMBER:
+                self.state.remember += 1
+
+    def assistant(self, message: Message) -> None:
+        text = message.text or ""
+        said = outcome(text)
+        if said:
+            self.state.outcome = said
+        if self.state.open:
+            how, why = explanation(text)
+            for failure in self.state.open:
+                failure.how = failure.how or how
+                failure.why = failure.why or why
+        self.state.last_fail = None
+
+    # tools and commands
+
+    def tool(self, message: Message) -> None:
+        text = message.text or ""
+        files = [] if message.is_error else edited_files(message, self.session.project)
+        if message.command:
+            command = message.command[:2000]
+            echoed = next((c for c in self.state.pending if c.cmd == command and c.tool == message.tool), None)
+            if echoed:  # a result that repeats its call's command
+                self.result(message, text, message.is_error, echoed)
+            elif message.is_error:  # call and result in one message
+                self.run(message, command, text if text.strip() != command.strip() else "", True)
+            else:
+                self.call(message, command, message.tool)
+        else:
+            call = self.match(message)
+            if call:
+                self.result(message, text, message.is_error, call)
+        if files:
+            self.edited(files)
+        if not message.is_error:
+            for msg in _COMMIT_LINE.findall(text):
+                self.state.commit = _clip(msg.replace("`", "'"), 100)
+                self.state.commits += 1
+
+    def match(self, message: Message) -> _Call | None:
+        """The pending call this result answers: same tool name, else the oldest call of no named tool."""
+        for call in self.state.pending:
+            if message.tool and call.tool == message.tool:
+                return call
+        for call in self.state.pending:
+            if call.tool is None or message.tool is None:
+                return call
+        return None
+
+    def call(self, message: Message, command: str, tool: str | None) -> None:
+        self.state.pending.append(_Call(_message_id(message), message.at, command[:2000], tool))
+        del self.state.pending[:-MAX_PENDING]
+
+    def result(self, message: Message, text: str, is_error: bool, call: _Call | None = None) -> None:
+        # Output the person's own command printed: the latest call of no named tool is whose it is.
+        call = call or next((c for c in reversed(self.state.pending) if c.tool is None), self.state.pending[-1])
+        self.state.pending.remove(call)
+        self.run(message, call.cmd, text, failed(text, is_error))
+
+    def shell(self, message: Message) -> None:
+        command = (message.command or message.text or "").strip()
+        if not command:
+            return
+        self.state.shell += 1
+        self.track_directory(command)
+        sig = signature(command)
+        if sig is not None:
+            if self.state.cwd:
+                self.state.dirs[self.state.cwd] = self.state.dirs.get(self.state.cwd, 0) + 1
+            self.state.programs[sig.show] = self.state.programs.get(sig.show, 0) + 1
+        self.run(message, command, "", message.is_error)
+
+    def track_directory(self, command: str) -> None:
+        """Follow `cd` into projects: absolute or home paths name a project, relative ones stay inside it."""
+        match = re.match(r"^\s*(?:cd|pushd)\s*(\S*)", command)
+        if not match:
+            return
+        target = match.group(1).strip("'\"")
+        if not target or target == "~":
+            self.state.cwd = None
+        elif target.startswith(("/", "~")):
+            name = re.split(r"[/\\]", target.rstrip("/\\"))[-1]
+            self.state.cwd = name[:120] or None
+
+    def run(self, message: Message, command: str, output: str, did_fail: bool) -> None:
+        """A command ran and passed or failed: open, close or forget a failure."""
+        state = self.state
+        sig = signature(command)
+        if sig is None:
+            return
+        if sig.test:
+            state.tests = "fail" if did_fail else "pass"
+        if did_fail:
+            if sig.readonly:
+                return
+            if not any(f.key == sig.key for f in state.open):
+                failure = _Failure(
+                    _message_id(message), message.at, _command_line(command), sig.key, error_line(output)
+                )
+                state.open.append(failure)
+                del state.open[:-MAX_OPEN]
+            state.last_fail = next(f.id for f in state.open if f.key == sig.key)
+            return
+        just_failed = state.last_fail
+        state.last_fail = None
+        same = next((f for f in state.open if f.key == sig.key), None)
+        if same is None:
+            typo = next((f for f in state.open if f.id == just_failed), None)
+            if typo and _similar(typo.cmd, _command_line(command)):
+                state.open.remove(typo)  # `gti status` then `git status`: a typo, not a fix
+            elif not sig.readonly:
+                for failure in state.open:
+                    if len(failure.acts) < 3 and _command_line(command) not in failure.acts:
+                        failure.acts.append(_command_line(command)[:120])
+            return
+        state.open.remove(same)
+        # Re-run at once with nothing in between: a typo corrected, or a flaky run; nothing learnt.
+        if just_failed == same.id or not (same.files or same.acts or same.how or same.why):
+            return
+        if state.fixes >= MAX_FIXES:
+            return
+        state.fixes += 1
+        state.fixed.append(_clip(f"`{same.key}`" + (f" ({same.err})" if same.err else ""), 160))
+        self.items.append(
+            Item(
+                key=f"fix:{same.id}",
+                type="procedural",
+                content=_fix_text(same, sig, state.lang),
+                importance=FIX_IMPORTANCE,
+                message_id=same.id,
+                at=same.at,
+                tags=["fix", self.source],
+            )
+        )
+
+    def edited(self, files: list[str]) -> None:
+        self.state.last_fail = None
+        for failure in self.state.open:
+            for path in files:
+                if path not in failure.files and len(failure.files) < 5:
+                    failure.files.append(path[:200])
+
+
+def _command_line(command: str) -> str:
+    """A command as a memory quotes it: its first line, unwrapped from `bash -lc`, without backticks."""
+    inner = re.match(r"^\s*(?:ba|z|da|k)?sh\s+-\w*c\w*\s+(['\"])(.*)\1\s*$", command, re.DOTALL)
+    if inner:
+        command = inner.group(2)
+    lines = command.strip().splitlines() or [""]
+    first = lines[0] + (" …" if len(lines) > 1 else "")
+    return _clip(first.replace("`", "'"), 120)
+
+
+def _similar(a: str, b: str) -> bool:
+    return a != b and difflib.SequenceMatcher(None, a, b).ratio() >= 0.75
+
+
+def _fix_text(failure: _Failure, sig: Signature, lang: str | None) -> str:
+    """The procedural memory: when the command fails with the error, what fixed it, and how it was verified."""
+    zh = lang == "zh" or (lang is None and _is_chinese(failure.how or failure.why or ""))
+    files = ", ".join(failure.files)
+    acts = ", ".join(f"`{a}`" for a in failure.acts)
+    if zh:
+        details = "；".join(p for p in (f"修改了 {files}" if files else "", f"运行了 {acts}" if acts else "") if p)
+        if failure.how:
+            parts = [f"修复：{failure.how}" + (f"（{details}）" if details else "")]
+        else:
+            parts = ([f"原因：{failure.why}"] if failure.why else []) + ([f"修复：{details}"] if details else [])
+        err = f"（`{failure.err}`）" if failure.err else ""
+        return _clip(f"`{failure.cmd}` 失败{err}时，" + "；".join(parts) + f"；重新运行 {sig.show} 后通过。", 600)
+    details = "; ".join(p for p in (f"edited {files}" if files else "", f"ran {acts}" if acts else "") if p)
+    if failure.how:
+        parts = [f"fix: {failure.how}" + (f" ({details})" if details else "")]
+    else:
+        parts = ([f"cause: {failure.why}"] if failure.why else []) + ([f"fix: {details}"] if details else [])
+    err = f" with `{failure.err}`" if failure.err else ""
+    return _clip(f"When `{failure.cmd}` fails{err}, " + "; ".join(parts) + f"; verified by re-running {sig.show}.", 600)

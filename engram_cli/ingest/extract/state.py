@@ -1,0 +1,196 @@
+"""The reader's state between the parts of a session: the digest (a small JSON dict) unpacked, and packed again."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from engram_cli.errors import InvalidInput
+from engram_cli.timeutil import parse_time
+
+# Per session: beyond this many preferences, the later ones are mostly the same request restated.
+MAX_SEMANTIC = 12
+# Per session: fixes past this many are the same struggle at length, not new knowledge.
+MAX_FIXES = 5
+# Failures waiting for their fix; older ones are dropped (a fix an hour later is rarely related).
+MAX_OPEN = 3
+# Tool calls waiting for their result (parallel calls); the oldest is dropped past this.
+MAX_PENDING = 6
+# A digest written by another version of these rules is not read: the session starts over.
+DIGEST_VERSION = 1
+
+
+def _str(value: Any, limit: int = 400) -> str | None:
+    return value[:limit] if isinstance(value, str) and value else None
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _strs(value: Any, limit: int) -> list[str]:
+    return [v[:300] for v in value if isinstance(v, str)][:limit] if isinstance(value, list) else []
+
+
+def _counts(value: Any) -> dict[str, int]:
+    return {str(k)[:120]: _int(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+@dataclass
+class _Call:
+    """A command call waiting for its result."""
+
+    id: str
+    at: str | None
+    cmd: str
+    tool: str | None
+
+    def dump(self) -> dict[str, Any]:
+        return {"id": self.id, "at": self.at, "cmd": self.cmd, "tool": self.tool}
+
+    @classmethod
+    def load(cls, data: Any) -> _Call | None:
+        if not isinstance(data, dict) or not _str(data.get("id")) or not _str(data.get("cmd")):
+            return None
+        return cls(str(data["id"]), _str(data.get("at")), str(data["cmd"])[:2000], _str(data.get("tool")))
+
+
+@dataclass
+class _Failure:
+    """A failed command waiting for a passing run of the same command, and what happened since."""
+
+    id: str
+    at: str | None
+    cmd: str
+    key: str
+    err: str | None
+    files: list[str] = field(default_factory=list)
+    acts: list[str] = field(default_factory=list)
+    how: str | None = None
+    why: str | None = None
+
+    def dump(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "at": self.at, "cmd": self.cmd, "key": self.key, "err": self.err,
+            "files": self.files, "acts": self.acts, "how": self.how, "why": self.why,
+        }  # fmt: skip
+
+    @classmethod
+    def load(cls, data: Any) -> _Failure | None:
+        if not isinstance(data, dict) or not all(_str(data.get(k)) for k in ("id", "cmd", "key")):
+            return None
+        return cls(
+            id=str(data["id"]),
+            at=_str(data.get("at")),
+            cmd=str(data["cmd"])[:300],
+            key=str(data["key"])[:120],
+            err=_str(data.get("err"), 200),
+            files=_strs(data.get("files"), 5),
+            acts=_strs(data.get("acts"), 3),
+            how=_str(data.get("how"), 220),
+            why=_str(data.get("why"), 220),
+        )
+
+
+@dataclass
+class _State:
+    """Everything a later part of a session needs from the earlier ones (the digest, unpacked)."""
+
+    lang: str | None = None  # "zh" or "en", from the person's request
+    task: str | None = None
+    title: str | None = None
+    summary: str | None = None
+    project: str | None = None
+    first: str | None = None  # earliest time seen
+    last: str | None = None  # latest time seen
+    outcome: str | None = None
+    tests: str | None = None  # "pass" | "fail": the last test run
+    commit: str | None = None  # last commit message
+    commits: int = 0
+    fixes: int = 0
+    semantic: int = 0
+    remember: int = 0
+    messages: int = 0
+    agent: bool = False  # anything but shell commands seen
+    pending: list[_Call] = field(default_factory=list)
+    open: list[_Failure] = field(default_factory=list)
+    last_fail: str | None = None  # id of a failure nothing has happened after yet
+    fixed: list[str] = field(default_factory=list)  # short names of fixes, for a shell episode
+    said: list[str] = field(default_factory=list)  # short hashes of semantic contents already returned
+    shell: int = 0  # shell commands seen
+    cwd: str | None = None  # project the shell is in, from cd
+    dirs: dict[str, int] = field(default_factory=dict)  # shell commands per project
+    programs: dict[str, int] = field(default_factory=dict)  # shell commands per signature
+
+    @classmethod
+    def load(cls, digest: dict[str, Any]) -> _State:
+        d = digest if isinstance(digest, dict) and digest.get("v", DIGEST_VERSION) == DIGEST_VERSION else {}
+        tests = d.get("tests")
+        return cls(
+            lang=d.get("lang") if d.get("lang") in ("zh", "en") else None,
+            task=_str(d.get("task"), 300),
+            title=_str(d.get("title"), 200),
+            summary=_str(d.get("summary"), 400),
+            project=_str(d.get("project"), 120),
+            first=_str(d.get("first"), 40),
+            last=_str(d.get("last"), 40),
+            outcome=_str(d.get("outcome"), 300),
+            tests=tests if tests in ("pass", "fail") else None,
+            commit=_str(d.get("commit"), 120),
+            commits=_int(d.get("commits")),
+            fixes=_int(d.get("fixes")),
+            semantic=_int(d.get("semantic")),
+            remember=_int(d.get("remember")),
+            messages=_int(d.get("messages")),
+            agent=d.get("agent") is True,
+            pending=[c for c in map(_Call.load, _list(d.get("pending"))) if c][-MAX_PENDING:],
+            open=[f for f in map(_Failure.load, _list(d.get("open"))) if f][-MAX_OPEN:],
+            last_fail=_str(d.get("last_fail"), 200),
+            fixed=_strs(d.get("fixed"), MAX_FIXES),
+            said=_strs(d.get("said"), MAX_SEMANTIC),
+            shell=_int(d.get("shell")),
+            cwd=_str(d.get("cwd"), 120),
+            dirs=_counts(d.get("dirs")),
+            programs=_counts(d.get("programs")),
+        )
+
+    def dump(self) -> dict[str, Any]:
+        def top(counts: dict[str, int], n: int) -> dict[str, int]:
+            return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n])
+
+        out: dict[str, Any] = {
+            "v": DIGEST_VERSION, "lang": self.lang, "task": self.task, "title": self.title, "summary": self.summary,
+            "project": self.project, "first": self.first, "last": self.last, "outcome": self.outcome,
+            "tests": self.tests, "commit": self.commit, "commits": self.commits, "fixes": self.fixes,
+            "semantic": self.semantic, "remember": self.remember, "messages": self.messages, "agent": self.agent,
+            "pending": [c.dump() for c in self.pending], "open": [f.dump() for f in self.open],
+            "last_fail": self.last_fail, "fixed": self.fixed, "said": self.said, "shell": self.shell, "cwd": self.cwd,
+            "dirs": top(self.dirs, 6), "programs": top(self.programs, 10),
+        }  # fmt: skip
+        # Empty fields are left out: the digest is stored per session and read back every run.
+        return {k: v for k, v in out.items() if v not in (None, [], {}, 0, False) or k == "v"}
+
+    def seen_time(self, at: str | None) -> None:
+        if not at or _moment(at) is None:
+            return
+        if self.first is None or _before(at, self.first):
+            self.first = at
+        if self.last is None or _before(self.last, at):
+            self.last = at
+
+
+def _moment(iso: str) -> datetime | None:
+    try:
+        return parse_time(iso)
+    except (InvalidInput, ValueError, OverflowError):
+        return None
+
+
+def _before(a: str, b: str) -> bool:
+    ma, mb = _moment(a), _moment(b)
+    return ma < mb if ma is not None and mb is not None else a < b

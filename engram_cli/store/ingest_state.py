@@ -1,0 +1,105 @@
+"""What ingest keeps between runs, as SQL: where each file's read stopped, each session's digest, each item's memory.
+
+Only the statements live here; what to store is the loader's to decide. Cursor state and
+digests pass through as the JSON text of their columns: the loader encodes and decodes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engram_cli.store.db import Store
+from engram_cli.timeutil import iso_now
+
+
+@dataclass(frozen=True)
+class CursorRow:
+    """One file's row of ``ingest_cursors``."""
+
+    path: str
+    inode: int | None
+    size: int
+    mtime_ns: int
+    offset: int
+    last_id: str | None
+    last_at: str | None
+    state: str  # JSON text
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class KnownItem:
+    """The memory an extracted item became, and the hash of the text it had then."""
+
+    memory_id: str
+    content_hash: str
+
+
+def cursor(store: Store, path: str) -> CursorRow | None:
+    row = store.one(
+        "SELECT inode, size, mtime_ns, byte_offset, last_id, last_at, state, updated_at FROM ingest_cursors "
+        "WHERE path = ?",
+        (path,),
+    )
+    if row is None:
+        return None
+    return CursorRow(
+        path=path, inode=row[0], size=int(row[1]), mtime_ns=int(row[2]), offset=int(row[3]), last_id=row[4],
+        last_at=row[5], state=row[6], updated_at=row[7],
+    )  # fmt: skip
+
+
+def save_cursor(
+    store: Store, source: str, *, path: str, inode: int | None, size: int, mtime_ns: int, offset: int,
+    last_id: str | None, last_at: str | None, state: str,
+) -> None:  # fmt: skip
+    store.execute(
+        "INSERT INTO ingest_cursors (path, source, inode, size, mtime_ns, byte_offset, last_id, last_at, state, "
+        "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (path) DO UPDATE SET source = excluded.source, "
+        "inode = excluded.inode, size = excluded.size, mtime_ns = excluded.mtime_ns, "
+        "byte_offset = excluded.byte_offset, last_id = excluded.last_id, last_at = excluded.last_at, "
+        "state = excluded.state, updated_at = excluded.updated_at",
+        (path, source, inode, size, mtime_ns, offset, last_id, last_at, state, iso_now()),
+    )
+
+
+def digest(store: Store, source: str, session_key: str) -> str | None:
+    """The JSON text of a session's digest, None for a session not seen before."""
+    value = store.scalar(
+        "SELECT digest FROM ingest_sessions WHERE source = ? AND session_key = ?", (source, session_key)
+    )
+    return None if value is None else str(value)
+
+
+def save_digest(store: Store, source: str, session_key: str, *, path: str, namespace: str, digest: str) -> None:
+    store.execute(
+        "INSERT INTO ingest_sessions (source, session_key, path, namespace, digest, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source, session_key) DO UPDATE SET path = excluded.path, "
+        "namespace = excluded.namespace, digest = excluded.digest, updated_at = excluded.updated_at",
+        (source, session_key, path, namespace, digest, iso_now()),
+    )
+
+
+def known_item(store: Store, source: str, session_key: str, item_key: str) -> KnownItem | None:
+    row = store.one(
+        "SELECT memory_id, content_hash FROM ingest_items WHERE source = ? AND session_key = ? AND item_key = ?",
+        (source, session_key, item_key),
+    )
+    return None if row is None else KnownItem(str(row[0]), row[1])
+
+
+def remember_item(
+    store: Store, source: str, session_key: str, item_key: str, *, memory_id: str, content_hash: str, at: str
+) -> None:
+    store.execute(
+        "INSERT OR REPLACE INTO ingest_items (source, session_key, item_key, memory_id, content_hash, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (source, session_key, item_key, memory_id, content_hash, at),
+    )
+
+
+def counts(store: Store, source: str) -> tuple[int, int]:
+    """(sessions seen, items remembered) for one source."""
+    sessions = int(store.scalar("SELECT count(*) FROM ingest_sessions WHERE source = ?", (source,)) or 0)
+    items = int(store.scalar("SELECT count(*) FROM ingest_items WHERE source = ?", (source,)) or 0)
+    return sessions, items
