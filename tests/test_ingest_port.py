@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -13,10 +14,14 @@ from engram_cli.memory import remember
 
 
 def test_the_port_carries_the_store_and_the_ingest_settings(engram: Any) -> None:
-    engram.config.values["namespace"] = "webshop"
-    engram.config.values["extract"]["command"] = "  my-extractor --fast \n"
-    engram.config.values["extract"]["timeout_s"] = 7.5
-    engram.config.values["redact"]["contact_details"] = True
+    s = engram.config.settings
+    engram.config = replace(
+        engram.config,
+        settings=replace(
+            s, namespace="webshop", extract=replace(s.extract, command="  my-extractor --fast \n", timeout_s=7.5),
+            redact=replace(s.redact, contact_details=True),
+        ),
+    )  # fmt: skip
     port = engram.ingest_port()
     assert port.store is engram.store
     assert (port.namespace, port.extract_command, port.extract_timeout, port.contact) == (
