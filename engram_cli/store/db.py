@@ -164,15 +164,17 @@ class Store:
     @contextlib.contextmanager
     def write(self) -> Iterator[Store]:
         """A write transaction. BEGIN IMMEDIATE takes the write lock up front, so two
-        writers queue on the busy timeout instead of failing half-way. Nested use joins
-        the outer transaction."""
+        writers queue on the busy timeout instead of failing half-way.
+
+        Nested use is a SAVEPOINT inside the outer transaction: an exception that leaves the
+        inner block rolls back the inner block's changes only, so a retry inside an outer
+        transaction (a write conflict retried within an ingest file's transaction) never undoes
+        work it does not own. The outer transaction still decides whether anything is committed.
+        """
         self.require_writable()
         if self._depth:
-            self._depth += 1
-            try:
+            with self._savepoint():
                 yield self
-            finally:
-                self._depth -= 1
             return
         try:
             self.conn.execute("BEGIN IMMEDIATE")
@@ -194,6 +196,26 @@ class Store:
         except (apsw.Error, EngramError):
             self._rollback()
             raise
+
+    @contextlib.contextmanager
+    def _savepoint(self) -> Iterator[None]:
+        name = f"engram_{self._depth}"
+        self.conn.execute(f"SAVEPOINT {name}")
+        self._depth += 1
+        try:
+            yield
+        except BaseException:
+            self._depth -= 1
+            # ROLLBACK TO keeps the savepoint open, RELEASE then closes it. Some errors (a full disk,
+            # an I/O error) make SQLite roll back the whole transaction, savepoints and all; then
+            # neither statement has anything to act on, and the error that got us here is the one
+            # to report.
+            with contextlib.suppress(apsw.Error, EngramError):
+                self.conn.execute(f"ROLLBACK TO {name}")
+                self.conn.execute(f"RELEASE {name}")
+            raise
+        self._depth -= 1
+        self.conn.execute(f"RELEASE {name}")
 
     def _rollback(self) -> None:
         # On a damaged file ROLLBACK itself may fail; the error that got us here is the one to report.
