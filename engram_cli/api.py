@@ -24,8 +24,15 @@ from engram_cli.memory import manage, remember, transfer
 from engram_cli.memory import recover as recovermod
 from engram_cli.memory import reembed as reembedmod
 from engram_cli.memory import repair as repairmod
-from engram_cli.memory.model import AddResult, Event, Memory, normalize_name, normalize_namespace
-from engram_cli.memory.recall import Filters, Hit, RecallSettings, recall
+from engram_cli.memory.model import (
+    AddResult,
+    Event,
+    Filters,
+    Memory,
+    normalize_name,
+    normalize_namespace,
+)
+from engram_cli.memory.recall import Hit, RecallSettings, recall
 from engram_cli.memory.similarity import SUPERSEDE_MARGIN
 from engram_cli.store import connect
 from engram_cli.store.db import Store
@@ -410,13 +417,12 @@ class Engram:
         progress: Any = None,
     ) -> compactmod.CompactReport:
         """Consolidate episodes into semantic memories, fold near duplicates, enforce the cap (see memory/compact)."""
-        from engram_cli.store import vectors
         from engram_cli.store.lock import exclusive
 
         if not dry_run:
             self.store.require_writable()
         cfg = self.settings
-        models = [model for model, _ in vectors.models_in_use(self.store)]
+        models = [model for model, _ in self.store.vectors.in_use()]
         clusters = {m: t for m in models if (t := self._cluster_thresholds(m))}
         merges = {m: self.thresholds(m)[0] for m in models}
         settings = compactmod.Settings(
@@ -555,7 +561,7 @@ class Engram:
         def load(db: Path, records: builtins.list[dict[str, Any]]) -> None:
             with cls.open(config=loading, paths=replace(paths, db_explicit=db)) as mem:
                 mem.add_many(records, no_merge=True)
-                mem.store.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                mem.store.maintenance.checkpoint()
 
         target, queries = evalmod.cached_dataset(
             directory, cache_dir=paths.cache_dir, model=cfg.settings.model, load=load, rebuild=rebuild

@@ -55,17 +55,11 @@ def run(paths: configmod.Paths) -> list[dict[str, Any]]:
         return results
 
     try:
-        import apsw
+        from engram_cli.store.db import binding_versions, vec_version
 
-        conn = apsw.Connection(":memory:")
-        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
-        results.append(_check("sqlite", "ok", f"apsw {apsw.apsw_version()}, SQLite {apsw.sqlite_lib_version()}, FTS5"))
-        from engram_cli.store.db import _load_vec
-
-        _load_vec(conn)
-        version = conn.execute("SELECT vec_version()").fetchone()
-        results.append(_check("sqlite-vec", "ok", f"loaded {version[0] if version else '?'}"))
-        conn.close()
+        apsw_version, sqlite_version = binding_versions()
+        results.append(_check("sqlite", "ok", f"apsw {apsw_version}, SQLite {sqlite_version}, FTS5"))
+        results.append(_check("sqlite-vec", "ok", f"loaded {vec_version()}"))
     except EngramError as exc:
         results.append(_check("sqlite-vec", "fail", exc.message, exc.hint))
     except Exception as exc:  # any import or build problem of the binding
@@ -96,12 +90,12 @@ def run(paths: configmod.Paths) -> list[dict[str, Any]]:
                     fix = read_only_error(db, store.read_only).hint
                     detail = f"{db} can be read but not changed: {store.read_only}"
                     results.append(_check("writable", "warn", detail, fix))
-                found = store.integrity_problems(quick=True)
+                found = store.maintenance.integrity_problems(quick=True)
                 if found:
                     error = damaged(db, f"quick_check: {found[0]}")
                     results.append(_check("database", "fail", error.message, error.hint))
                 else:
-                    count = store.scalar("SELECT count(*) FROM memories")
+                    count = store.memories.count()
                     active = store.setting("active_model") or active
                     detail = f"{db}: schema {store.schema_version()}, {count} memories, quick_check ok"
                     results.append(_check("database", "ok", detail))

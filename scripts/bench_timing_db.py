@@ -33,7 +33,6 @@ for entry in (HERE, HERE.parent):
 import synthetic  # noqa: E402
 
 import bench  # noqa: E402
-from engram_cli.store import vectors  # noqa: E402
 
 NOISE = 0.02
 
@@ -49,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         mem.store.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         done = int(mem.store.scalar("SELECT count(*) FROM events WHERE kind IN ('created', 'merged')"))
         items = synthetic.memories(args.size, seed=bench.DATA_SEED)[done:]
-        table = vectors.table_for(mem.store, mem.active_model)
+        table = mem.store.vectors.table_for(mem.active_model)
         real = np.stack(
             [
                 np.frombuffer(r[0], dtype=np.float32)

@@ -13,10 +13,8 @@ import pytest
 
 from engram_cli import Engram
 from engram_cli.embed import load_embedder
-from engram_cli.memory import records
 from engram_cli.memory.audit import NOT_SCANNED, SCANNED, index_table
 from engram_cli.memory.model import Source
-from engram_cli.store import vectors
 
 E5 = "multilingual-e5-small-q4-v1"
 MINILM = "all-minilm-l6-v2-q8-v1"
@@ -46,7 +44,7 @@ def _counts(report: Any) -> dict[str, int]:
 
 
 def _table(engram: Engram, model: str = E5) -> str:
-    table = vectors.table_for(engram.store, model)
+    table = engram.store.vectors.table_for(model)
     assert table is not None
     return table
 
@@ -106,15 +104,13 @@ def _plant_secrets() -> str:
             keep_secrets=True,  # planted as an older engram (or --keep-secrets) would have stored them
         ).memory
         with mem.store.write():
-            records.add_source(
-                mem.store, leaky.pk, Source(kind="chat", content=f"paid with card {CARD}"), leaky.created_at
-            )
-            records.add_event(
-                mem.store, leaky.id, "merged", leaky.created_at,
+            mem.store.sources.add(leaky.pk, Source(kind="chat", content=f"paid with card {CARD}"), leaky.created_at)
+            mem.store.events.add(
+                leaky.id, "merged", leaky.created_at,
                 before={"content": f"old wording with {GITHUB}"}, after={"importance": 0.55}, actor="cli",
             )  # fmt: skip
-            records.add_event(
-                mem.store, "0badc0de-0000-4000-8000-000000000000", "deleted", leaky.created_at,
+            mem.store.events.add(
+                "0badc0de-0000-4000-8000-000000000000", "deleted", leaky.created_at,
                 note=f"purged; it mentioned {AWS_ID}", actor="user",
             )  # fmt: skip
         return leaky.id
@@ -168,7 +164,7 @@ def test_secrets_are_found_everywhere_and_fix_leaves_no_raw_byte(cli: Any, db_pa
 
 def _text_columns(engram: Engram) -> dict[str, set[str]]:
     """Every table of the file and its columns that can hold text (declared TEXT or JSON, or no type at all)."""
-    vector_tables = [table for _, table in vectors.models_in_use(engram.store)]
+    vector_tables = [table for _, table in engram.store.vectors.in_use()]
     found: dict[str, set[str]] = {}
     for (table,) in engram.store.rows("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"):
         if index_table(table, vector_tables):
@@ -240,8 +236,8 @@ def _plant_in_every_column(engram: Engram) -> list[str]:
             "UPDATE events SET actor = ?, before = ?, after = ? WHERE memory_id = ?",
             (value("events.actor"), value("events.before"), value("events.after"), memory.id),
         )
-        records.add_event(
-            store, "0badc0de-0000-4000-8000-000000000000", "deleted", memory.created_at,
+        store.events.add(
+            "0badc0de-0000-4000-8000-000000000000", "deleted", memory.created_at,
             note=value("events.note"), actor="user",
         )  # fmt: skip
         store.execute("INSERT INTO settings (key, value) VALUES ('planted', ?)", (value("settings.value"),))
@@ -346,7 +342,7 @@ def test_redacted_vector_is_made_from_the_redacted_text(engram: Engram) -> None:
     assert report.check("secrets").count == 0
     redacted = engram.get(memory.id)
     assert redacted.content == "The release bot authenticates with [REDACTED:github-token]"
-    stored = vectors.get(engram.store, _table(engram), [memory.pk])[memory.pk]
+    stored = engram.store.vectors.get(E5, [memory.pk])[memory.pk]
     expected = load_embedder(E5).embed_batch([redacted.content], kind="passage")[0]
     assert float(np.dot(stored, expected)) > 0.99
     hit = engram.recall("how does the release bot authenticate", k=1, bump=False)[0]
@@ -368,9 +364,9 @@ def test_missing_index_rows_are_rebuilt_and_recall_finds_the_rows_again(engram: 
     no_vector, no_keywords, drifted, _ = (r.memory for r in engram.add_many([{"content": f} for f in FACTS]))
     table = _table(engram)
     with engram.store.write():
-        vectors.delete(engram.store, table, no_vector.pk)
+        engram.store.vectors.delete(E5, no_vector.pk)
         engram.store.execute("DELETE FROM memory_fts WHERE rowid = ?", (no_keywords.pk,))
-        vectors.set_status(engram.store, table, drifted.pk, "archived")
+        engram.store.vectors.set_status(E5, drifted.pk, "archived")
     check = engram.audit().check("missing_index")
     assert check.count == 3
     assert check.details == {"vectors": 1, "keyword_rows": 1, "outdated_vector_filters": 1}
@@ -403,9 +399,9 @@ def test_orphan_index_rows_are_removed(engram: Engram, cli: Any, rows: Any) -> N
         # A crash between the statements of a purge, done by hand: the memory row goes, its index rows stay.
         engram.store.execute("DELETE FROM memories WHERE pk = ?", (gone.pk,))
         # A vector left in another model's table for a memory that lives on E5.
-        other = vectors.ensure_table(engram.store, MINILM, 384)
-        vectors.put(
-            engram.store, other, kept.pk, np.ones(384, dtype=np.float32) / np.sqrt(384),
+        other = engram.store.vectors.ensure(MINILM, 384)
+        engram.store.vectors.put(
+            MINILM, kept.pk, np.ones(384, dtype=np.float32) / np.sqrt(384),
             namespace=kept.namespace, status="active", memory_type=kept.type, agent=kept.agent,
         )  # fmt: skip
     check = engram.audit().check("orphan_index")

@@ -11,9 +11,7 @@ import numpy as np
 
 from engram_cli import Engram
 from engram_cli.embed import load_embedder
-from engram_cli.memory import records
 from engram_cli.memory.manage import without_sentences
-from engram_cli.store import vectors
 
 E5 = "multilingual-e5-small-q4-v1"
 OLD = "2026-11-01T10:00:00Z"
@@ -56,12 +54,6 @@ def _file_bytes(db_path: Path) -> bytes:
     return b"".join(p.read_bytes() for p in db_path.parent.glob(db_path.name + "*") if p.is_file())
 
 
-def _table(engram: Engram) -> str:
-    table = vectors.table_for(engram.store, E5)
-    assert table is not None
-    return table
-
-
 def test_forgetting_a_compacted_episode_removes_it_from_the_fact(engram: Engram, db_path: Path) -> None:
     marked, other = _episodes(engram, WITH_MARKER, OTHER)
     report = engram.compact(now=TWO_DAYS_LATER)
@@ -82,7 +74,7 @@ def test_forgetting_a_compacted_episode_removes_it_from_the_fact(engram: Engram,
     assert "Deploy failed" not in fact.content and fact.content in OTHER
     assert [(s.kind, s.ref, s.content) for s in fact.sources] == [("compact", other, OTHER)]
     assert set(_keyword_hits(engram, "prune step")) == {fact_id, other}
-    stored = vectors.get(engram.store, _table(engram), [fact.pk])[fact.pk]
+    stored = engram.store.vectors.get(E5, [fact.pk])[fact.pk]
     expected = load_embedder(E5).embed_batch([fact.content], kind="passage")[0]
     assert float(np.dot(stored, expected)) > 0.99
     assert engram.history(fact_id)[1][-1].note == (
@@ -140,7 +132,7 @@ def test_supplements_and_history_that_quote_the_text_lose_it(engram: Engram, row
     twin = engram.add(wording, agent="ci-bot").memory
     unrelated = engram.add("Staging runs on port 5433").memory
     with engram.store.write():
-        records.add_event(engram.store, survivor.id, "updated", OLD, note=f"the user pasted: {wording}", actor="cli")
+        engram.store.events.add(survivor.id, "updated", OLD, note=f"the user pasted: {wording}", actor="cli")
 
     (result,) = engram.forget(twin.id, hard=True)
     assert result.edited == [survivor.id]
@@ -164,7 +156,7 @@ def test_a_neighbour_whose_context_quoted_the_text_is_embedded_again(engram: Eng
     assert result.edited == [neighbour.id]
     kept = engram.get(neighbour.id)
     assert kept.metadata == {"context": "thanks", "turn": 2}
-    stored = vectors.get(engram.store, _table(engram), [kept.pk])[kept.pk]
+    stored = engram.store.vectors.get(E5, [kept.pk])[kept.pk]
     expected = load_embedder(E5).embed_batch(["which key was it again?\nthanks"], kind="passage")[0]
     assert float(np.dot(stored, expected)) > 0.99
 

@@ -19,6 +19,7 @@ from engram_cli.embed import load_embedder
 from engram_cli.lang import text as textmod
 from engram_cli.lang import timeexpr
 from engram_cli.memory import similarity
+from engram_cli.store.keywords import match_expression
 
 SIZE = 100_000
 ENGINE_BOUND_S = 3.0  # measured: about 0.6 s for add and 0.8 s for recall, most of it the model on 512 tokens
@@ -57,7 +58,7 @@ def test_every_text_step_is_linear_on_adversarial_input(kind: str) -> None:
     minilm.embed_batch(["warm up"])
     started = time.perf_counter()
     textmod.index_text(value)
-    textmod.fts_query(value)
+    match_expression(textmod.query_terms(value))
     textmod.script_of(value)
     similarity.merge_decision(value, value[:-1] + "!", 0.99, 0.95)
     similarity.supersedes(value, "from now on " + value[:-20], 0.99, 0.9)

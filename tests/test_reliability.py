@@ -43,7 +43,7 @@ from typer.testing import CliRunner
 from engram_cli import Engram
 from engram_cli.cli import app
 from engram_cli.ingest import importer
-from engram_cli.store import vectors
+from engram_cli.store.vectors import table_name
 
 MINILM = "all-minilm-l6-v2-q8-v1"
 EXIT_OK_OR_ERROR = (0, 1)
@@ -210,7 +210,7 @@ def test_kill_minus_nine_at_any_moment_then_a_rerun_ends_as_one_clean_run(comman
         assert again.returncode == 0, (n, trial, again.stderr)
         assert state(db) == expected, (n, trial)
         if command == "reembed":
-            table = vectors.table_name(MINILM)
+            table = table_name(MINILM)
             missing = (
                 f"SELECT count(*) FROM memories m WHERE NOT EXISTS (SELECT 1 FROM {table} v WHERE v.memory_pk = m.pk)"
             )

@@ -1,16 +1,19 @@
-"""connect(): file creation, permissions, pragmas, migrations, refusal of foreign files."""
+"""connect(): file creation, permissions, pragmas, migrations, refusal of foreign files; transactions."""
 
 from __future__ import annotations
 
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
 
-from engram_cli.errors import StoreError
-from engram_cli.store import connect
+from engram_cli import Engram
+from engram_cli.errors import ConflictError, StoreError
+from engram_cli.memory.remember import Writer
+from engram_cli.store import Store, connect
 from engram_cli.store.migrations import MIGRATIONS, Migration
 
 
@@ -125,3 +128,88 @@ def test_write_transaction_rolls_back_on_error(tmp_path: Path) -> None:
         assert store.setting("a") is None
     finally:
         store.close()
+
+
+def _settings(store: Store) -> dict[str, str]:
+    return {str(k): str(v) for k, v in store.rows("SELECT key, value FROM settings ORDER BY key")}
+
+
+def test_a_failed_nested_write_undoes_only_its_own_work(tmp_path: Path) -> None:
+    store = connect(tmp_path / "e.db")
+    try:
+        with store.write():
+            store.set_setting("outer", "1")
+            with pytest.raises(RuntimeError), store.write():
+                store.set_setting("inner", "1")
+                store.set_setting("outer", "changed inside")
+                raise RuntimeError("boom")
+            assert _settings(store) == {"outer": "1"}
+            store.set_setting("after", "1")
+        assert _settings(store) == {"after": "1", "outer": "1"}
+    finally:
+        store.close()
+
+
+def test_a_nested_write_that_succeeded_is_undone_with_its_outer_transaction(tmp_path: Path) -> None:
+    store = connect(tmp_path / "e.db")
+    try:
+        with pytest.raises(RuntimeError), store.write():
+            with store.write():
+                store.set_setting("inner", "1")
+            raise RuntimeError("boom")
+        assert _settings(store) == {}
+    finally:
+        store.close()
+
+
+def test_a_retry_inside_an_outer_transaction_keeps_the_outer_work(tmp_path: Path) -> None:
+    # The shape of the ingest loader: one transaction per file, and inside it a writer that
+    # retries its batch on a write conflict.
+    store = connect(tmp_path / "e.db")
+    attempts: list[int] = []
+    try:
+        with store.write():
+            store.set_setting("cursor", "file read up to byte 10")
+            for attempt in range(3):
+                try:
+                    with store.write():
+                        attempts.append(attempt)
+                        store.set_setting(f"attempt {attempt}", "written")
+                        if attempt < 2:
+                            raise ConflictError("changed by another writer")
+                    break
+                except ConflictError:
+                    continue
+        assert attempts == [0, 1, 2]
+        assert _settings(store) == {"attempt 2": "written", "cursor": "file read up to byte 10"}
+    finally:
+        store.close()
+
+
+def test_a_conflict_retried_by_write_batch_inside_an_outer_transaction_writes_each_memory_once(
+    engram: Engram, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = engram.add("the staging database lives on db-stage-2")
+    writer = engram._writer(no_merge=False)
+    real = Writer._write_one
+    calls = {"n": 0}
+
+    def conflicting(self: Writer, *args: Any, **kwargs: Any) -> Any:
+        result = real(self, *args, **kwargs)
+        calls["n"] += 1
+        if calls["n"] == 1:  # the memory is written, then another writer wins the race
+            raise ConflictError("changed by another writer")
+        return result
+
+    monkeypatch.setattr(Writer, "_write_one", conflicting)
+    item = engram._prepare({"content": "deploys go out on Tuesdays after the standup"})
+    with engram.store.write():
+        engram.store.set_setting("outer", "kept")
+        (result,) = writer.write_batch([item])
+    assert calls["n"] == 2
+    assert result.action == "created"
+    assert engram.store.setting("outer") == "kept"
+    contents = [str(r[0]) for r in engram.store.rows("SELECT content FROM memories ORDER BY pk")]
+    assert contents == [first.memory.content, "deploys go out on Tuesdays after the standup"]
+    kinds = [str(r[0]) for r in engram.store.rows("SELECT kind FROM events WHERE memory_id = ?", (result.id,))]
+    assert kinds == ["created"]

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engram_cli.lang import text
+from engram_cli.store.keywords import match_expression
 
 
 def test_chinese_runs_become_bigrams() -> None:
@@ -37,8 +38,8 @@ def test_stop_words_leave_the_query_unless_nothing_else_remains() -> None:
 
 
 def test_fts_query_quotes_terms() -> None:
-    assert text.fts_query('say "hi"') == '"say" OR "hi"'
-    assert text.fts_query("   ") is None
+    assert match_expression(text.query_terms('say "hi"')) == '"say" OR "hi"'
+    assert match_expression(text.query_terms("   ")) is None
 
 
 def test_content_hash_ignores_case_and_whitespace_only() -> None:
@@ -51,7 +52,7 @@ def test_content_hash_ignores_case_and_whitespace_only() -> None:
 def test_analysis_never_fails(value: str) -> None:
     terms = text.analyze(value)
     assert all(t and " " not in t for t in terms)
-    text.fts_query(value)
+    match_expression(text.query_terms(value))
     assert text.estimate_tokens(value) >= 0
 
 
@@ -78,7 +79,7 @@ def test_a_term_longer_than_the_limit_stays_out_of_the_keyword_index() -> None:
     sha256 = "ab" * 32
     assert text.index_text(f"commit {sha256}") == f"commit {sha256}"
     assert text.index_text("x" * 65) == "" and text.query_terms("x" * 65) == []
-    assert text.fts_query("x" * 100_000) is None
+    assert match_expression(text.query_terms("x" * 100_000)) is None
     # A long path is not searched for whole, but its parts still are.
     path = "/usr/local/lib/python3.12/site-packages/engram_cli/memory/similarity_guard.py"
     terms = text.keyword_terms(path)

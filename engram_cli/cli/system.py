@@ -31,12 +31,7 @@ def models(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     if app.paths.db.exists():
         engram = app.engram()
         active = engram.active_model
-        counts = {
-            str(r[0]): int(r[1])
-            for r in engram.store.rows(
-                "SELECT embedding_model, count(*) FROM memories WHERE embedding_model IS NOT NULL GROUP BY 1"
-            )
-        }
+        counts = engram.store.memories.count_by_model()
     render.models(doctor.model_rows(active, counts), as_json=as_json)
 
 

@@ -12,7 +12,6 @@ from typing import Any
 from engram_cli.ingest import SOURCES, files, importer
 from engram_cli.ingest.report import describe
 from engram_cli.lang import text as textmod
-from engram_cli.store import ingest_state
 from engram_cli.store.db import Store
 
 log = logging.getLogger(__name__)
@@ -31,7 +30,7 @@ def _file_state(store: Store, path: Path) -> FileState:
     key = textmod.clean(str(path))
     if files.irregular(path) is not None:
         return FileState(key, "skipped", 0, 0, None)
-    row = ingest_state.cursor(store, key)
+    row = store.ingest.cursor(key)
     try:
         st = path.stat()
     except OSError:
@@ -55,7 +54,7 @@ def sources(store: Store, *, env: Mapping[str, str] | None = None, home: Path | 
         except Exception as exc:  # one source that cannot be listed still leaves the others to show
             log.debug("listing the files of %s failed", name, exc_info=True)
             states, error = [], f"its files could not be listed ({describe(exc)})"
-        sessions, items = ingest_state.counts(store, name)
+        sessions, items = store.ingest.counts(name)
         out.append(
             {
                 "source": name,

@@ -39,7 +39,7 @@ from engram_cli.lang import text as textmod
 from engram_cli.memory import records, remember
 from engram_cli.memory.model import MEMORY_TYPES
 from engram_cli.project import project_namespace
-from engram_cli.store import ingest_state
+from engram_cli.store.codec import dumps
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now, normalize_iso
 
@@ -87,7 +87,7 @@ class Namespaces:
 
 
 def load_cursor(store: Store, path: str) -> Cursor | None:
-    row = ingest_state.cursor(store, path)
+    row = store.ingest.cursor(path)
     if row is None:
         return None
     return Cursor(
@@ -97,14 +97,14 @@ def load_cursor(store: Store, path: str) -> Cursor | None:
 
 
 def save_cursor(store: Store, source: str, cursor: Cursor) -> None:
-    ingest_state.save_cursor(
-        store, source, path=cursor.path, inode=cursor.inode, size=cursor.size, mtime_ns=cursor.mtime_ns,
-        offset=cursor.offset, last_id=cursor.last_id, last_at=cursor.last_at, state=records.dumps(cursor.state),
+    store.ingest.save_cursor(
+        source, path=cursor.path, inode=cursor.inode, size=cursor.size, mtime_ns=cursor.mtime_ns,
+        offset=cursor.offset, last_id=cursor.last_id, last_at=cursor.last_at, state=dumps(cursor.state),
     )  # fmt: skip
 
 
 def load_digest(store: Store, source: str, key: str) -> dict[str, Any]:
-    value = ingest_state.digest(store, source, key)
+    value = store.ingest.digest(source, key)
     return {} if value is None else dict(json.loads(value))
 
 
@@ -112,9 +112,7 @@ def save_digest(store: Store, source: str, session: Session, namespace: str, dig
     # The digest is drawn from redacted messages already; it is redacted again because it keeps
     # text (the first prompt, failing command lines) for as long as the session lives.
     safe, _ = redact.redact_data(textmod.clean_data(digest))
-    ingest_state.save_digest(
-        store, source, session.key, path=session.path, namespace=namespace, digest=records.dumps(safe)
-    )
+    store.ingest.save_digest(source, session.key, path=session.path, namespace=namespace, digest=dumps(safe))
 
 
 # -- extraction --------------------------------------------------------------------------------
@@ -310,7 +308,7 @@ class Loader:
                     imp.name, session.key, item.key, namespace, item.type, round(item.importance, 3), item.content
                 )
                 report.memories.append(planned)
-                known = ingest_state.known_item(self.store, imp.name, session.key, item.key)
+                known = self.store.ingest.known_item(imp.name, session.key, item.key)
                 if known is not None:
                     planned.memory_id = known.memory_id
                     if known.content_hash == textmod.content_hash(item.content):
@@ -374,15 +372,15 @@ class Loader:
             save_cursor(self.store, imp.name, plan.batch.cursor)
 
     def _remember_item(self, source: str, session: str, item: Item, memory_id: str, at: str) -> None:
-        ingest_state.remember_item(
-            self.store, source, session, item.key, memory_id=memory_id,
+        self.store.ingest.remember_item(
+            source, session, item.key, memory_id=memory_id,
             content_hash=textmod.content_hash(item.content), at=at,
         )  # fmt: skip
 
     def _rewrite(self, planned: Planned, memory_id: str, item: Item, vector: np.ndarray, source: str, at: str) -> None:
         writer = self.writer()
         try:
-            memory = records.load(self.store, records.resolve_pk(self.store, memory_id), with_sources=False)
+            memory = self.store.memories.load(records.resolve_pk(self.store, memory_id), with_sources=False)
         except NotFound:
             planned.action = "unchanged"  # forgotten with --hard: not brought back
             return

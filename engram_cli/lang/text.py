@@ -154,14 +154,6 @@ def query_terms(text: str) -> list[str]:
     return meaningful or terms
 
 
-def fts_query(text: str) -> str | None:
-    """An FTS5 MATCH expression: any of the query's terms (BM25 ranks the overlap)."""
-    terms = query_terms(text)
-    if not terms:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
-
 SCRIPTS = ("latin", "cjk")
 
 

@@ -31,7 +31,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +39,7 @@ from engram_cli.errors import DatabaseDamaged, InvalidInput
 from engram_cli.lang import redact as redactmod
 from engram_cli.lang import text as textmod
 from engram_cli.memory import repair
+from engram_cli.memory.model import Filters
 from engram_cli.memory.reembed import TARGET_MODEL_KEY
 from engram_cli.memory.remember import MERGE_CANDIDATES, chunked
 from engram_cli.memory.repair import JSON, TEXT, Action, Repairs, Work
@@ -53,13 +54,12 @@ from engram_cli.memory.similarity import (
     topic_overlap,
     topic_terms,
 )
-from engram_cli.store import vectors
 from engram_cli.store.db import Store, damaged
+from engram_cli.store.memories import MemoryRow
 from engram_cli.timeutil import now as utcnow
 from engram_cli.timeutil import to_iso
 
 INFO, WARNING, ERROR = "info", "warning", "error"
-CHUNK = 500  # rows per IN (...) list
 TILE = 2048  # rows and columns per matrix product (16 MB of float32)
 # Similar pairs classified at most; a store of near-identical templated texts stops here
 # (and says so) instead of listing n² pairs.
@@ -107,7 +107,7 @@ NOT_SCANNED: dict[str, dict[str, str]] = {
     "ingest_cursors": {"source": _IMPORTER, "last_at": _TIME, "updated_at": _TIME},
     "ingest_items": {"source": _IMPORTER, "memory_id": _ID, "content_hash": _HASH, "created_at": _TIME},
     "embedding_models": {
-        "model_id": _MODEL, "vec_table": "derived from model_id (vectors.table_name)", "created_at": _TIME,
+        "model_id": _MODEL, "vec_table": "derived from model_id (store.vectors.table_name)", "created_at": _TIME,
     },
     "schema_migrations": {"name": "the name of a migration engram ships", "applied_at": _TIME},
 }  # fmt: skip
@@ -243,40 +243,9 @@ class AuditSettings:
 # -- reading the store once -------------------------------------------------------------------
 
 
-class _Row(NamedTuple):
-    pk: int
-    id: str
-    namespace: str
-    agent: str
-    type: str
-    status: str
-    content: str
-    summary: str | None
-    model: str | None
-    confidence: float
-    decay: float
-    access_count: int
-    last_access: str | None
-    created_at: str
-    superseded_by: str | None
-    metadata: str
-
-
-_ROW_COLUMNS = (
-    "pk, id, namespace, agent_id, memory_type, status, content, summary, embedding_model, confidence, decay_score, "
-    "access_count, last_access_at, created_at, superseded_by, metadata"
-)
-
-
 @dataclass
 class _Scope:
     namespaces: list[str] | None
-
-    def where(self, alias: str = "") -> tuple[str, list[Any]]:
-        if self.namespaces is None:
-            return "1", []
-        column = f"{alias}.namespace" if alias else "namespace"
-        return f"{column} IN ({', '.join('?' for _ in self.namespaces)})", list(self.namespaces)
 
 
 @dataclass
@@ -298,7 +267,7 @@ def excerpt(text: str, width: int = EXCERPT) -> str:
     return ("…" if start else "") + clipped + ("…" if start + width - 2 < len(flat) else "")
 
 
-def _example(row: _Row, **extra: Any) -> dict[str, Any]:
+def _example(row: MemoryRow, **extra: Any) -> dict[str, Any]:
     return {"id": row.id[:8], "text": excerpt(row.content), **extra}
 
 
@@ -308,10 +277,10 @@ def _example(row: _Row, **extra: Any) -> dict[str, Any]:
 def _integrity(store: Store, quick: bool, limit: int) -> tuple[Check, DatabaseDamaged | None]:
     """The integrity check, and the error to fail with when it found the file damaged."""
     mode = "quick_check" if quick else "integrity_check"
-    messages = store.integrity_problems(quick)
+    messages = store.maintenance.integrity_problems(quick)
     damage = damaged(store.path, f"{mode} found {len(messages)} problems") if messages else None
     try:
-        for table, rowid, parent, _ in store.rows("PRAGMA foreign_key_check"):
+        for table, rowid, parent in store.maintenance.foreign_key_problems():
             messages.append(f"{table} row {rowid} points at a missing row of {parent}")
     except DatabaseDamaged as exc:
         messages.append(f"the foreign key check stopped: {exc.message}")
@@ -338,7 +307,9 @@ def _unreadable(check: Check, exc: DatabaseDamaged) -> None:
     check.details["damaged"] = True
 
 
-def _secrets(store: Store, rows: list[_Row], scope: _Scope, limit: int, work: Work, contact: bool = False) -> Check:
+def _secrets(
+    store: Store, rows: list[MemoryRow], scope: _Scope, limit: int, work: Work, contact: bool = False
+) -> Check:
     # Found per memory id (the tombstones of purged memories included), or per row of a table that
     # belongs to no memory: the places, the table.column names, an excerpt.
     by_id = {r.id: r for r in rows}
@@ -364,31 +335,21 @@ def _secrets(store: Store, rows: list[_Row], scope: _Scope, limit: int, work: Wo
                 excerpts[key] = excerpt(redacted)
         return hit
 
-    where, params = scope.where("m")
+    text = store.maintenance
     for table in _MEMORY_TABLES:
-        listed = ", ".join(f"x.{c}" for c in SCANNED[table])
         if table == "events":
-            sql = f"SELECT x.memory_id, x.pk, {listed} FROM events x"
-            if scope.namespaces is not None:
-                sql += f" WHERE x.memory_id IN (SELECT m.id FROM memories m WHERE {where})"
-            for memory_id, event_pk, *values in store.rows(sql, params if scope.namespaces is not None else []):
+            for memory_id, event_pk, *values in text.event_text(list(SCANNED[table]), scope.namespaces):
                 if note(("memory", str(memory_id)), table, values):
                     work.secret_event_pks.append(int(event_pk))
             continue
-        joined = "memories x" if table == "memories" else f"{table} x JOIN memories m ON m.pk = x.memory_pk"
-        owner = "x.id" if table == "memories" else "m.id"
-        condition = scope.where("x")[0] if table == "memories" else where
-        for memory_id, *values in store.rows(f"SELECT {owner}, {listed} FROM {joined} WHERE {condition}", params):
+        for memory_id, *values in text.memory_text(table, list(SCANNED[table]), scope.namespaces):
             note(("memory", str(memory_id)), table, values)
     for table in SCANNED:
         if table in _MEMORY_TABLES:
             continue
-        keys = [str(r[1]) for r in sorted(store.rows(f"PRAGMA table_info({table})"), key=lambda r: r[5]) if r[5]]
-        listed = ", ".join(f"x.{c}" for c in [*keys, *SCANNED[table]])
-        condition, condition_params = scope.where("x") if table in _NAMESPACED else ("1", [])
-        for rowid, *values in store.rows(
-            f"SELECT x.rowid, {listed} FROM {table} x WHERE {condition}", condition_params
-        ):
+        keys = text.key_columns(table)
+        namespaces = scope.namespaces if table in _NAMESPACED else None
+        for rowid, *values in text.table_text(table, [*keys, *SCANNED[table]], namespaces):
             key = (table, str(rowid))
             if note(key, table, values[len(keys) :]):
                 work.secret_rows.setdefault(table, []).append(int(rowid))
@@ -430,20 +391,11 @@ def _secrets(store: Store, rows: list[_Row], scope: _Scope, limit: int, work: Wo
     )
 
 
-def _index(store: Store, rows: list[_Row], limit: int, work: Work) -> tuple[Check, Check]:
-    tables = dict(vectors.models_in_use(store))
-    vector_rows: dict[str, dict[int, tuple[str, str, str, str]]] = {}
-    for model_id, table in tables.items():
-        vector_rows[model_id] = {
-            int(pk): (str(ns), str(status), str(mtype), str(agent))
-            for pk, ns, status, mtype, agent in store.rows(
-                f"SELECT memory_pk, namespace, status, memory_type, agent_id FROM {table}"
-            )
-        }
-    # The keyword index is contentless: its document-size table is where its rowids live.
-    fts_ids = {int(r[0]) for r in store.rows("SELECT id FROM memory_fts_docsize")}
+def _index(store: Store, rows: list[MemoryRow], limit: int, work: Work) -> tuple[Check, Check]:
+    vector_rows = {model_id: store.vectors.filters_of(model_id) for model_id, _ in store.vectors.in_use()}
+    fts_ids = store.keywords.pks()
 
-    missing: list[tuple[_Row, list[str]]] = []
+    missing: list[tuple[MemoryRow, list[str]]] = []
     for row in rows:
         gaps: list[str] = []
         held = vector_rows.get(row.model or "")
@@ -473,12 +425,12 @@ def _index(store: Store, rows: list[_Row], limit: int, work: Work) -> tuple[Chec
     )
 
     # Orphans are a property of the file, whatever namespaces are audited.
-    model_of = {int(pk): model for pk, model in store.rows("SELECT pk, embedding_model FROM memories")}
+    model_of = store.memories.models_by_pk()
     orphan_examples: list[dict[str, Any]] = []
     for model_id, held in vector_rows.items():
         stray = sorted(pk for pk in held if pk not in model_of or model_of[pk] != model_id)
         if stray:
-            work.orphan_vectors[tables[model_id]] = stray
+            work.orphan_vectors[model_id] = stray
             orphan_examples.extend({"index": f"vectors of {model_id}", "rowid": pk} for pk in stray)
     work.orphan_fts = sorted(pk for pk in fts_ids if pk not in model_of)
     orphan_examples.extend({"index": "keyword", "rowid": pk} for pk in work.orphan_fts)
@@ -495,7 +447,7 @@ def _index(store: Store, rows: list[_Row], limit: int, work: Work) -> tuple[Chec
     return missing_check, orphan_check
 
 
-def _other_model(rows: list[_Row], active: str, target: str | None) -> Check:
+def _other_model(rows: list[MemoryRow], active: str, target: str | None) -> Check:
     # While a reembed is unfinished the old model stays active; progress is towards its target.
     goal = target or active
     counts = Counter(r.model for r in rows if r.model is not None)
@@ -520,13 +472,17 @@ def _other_model(rows: list[_Row], active: str, target: str | None) -> Check:
     )
 
 
-def _age_checks(rows: list[_Row], settings: AuditSettings, moment: datetime) -> list[Check]:
+def _age_checks(rows: list[MemoryRow], settings: AuditSettings, moment: datetime) -> list[Check]:
     stale_before = to_iso(moment - timedelta(days=settings.stale_days))
     never_before = to_iso(moment - timedelta(days=settings.never_accessed_days))
     active = [r for r in rows if r.status == "active"]
     stale = sorted(
-        (r for r in active if (r.last_access or r.created_at) < stale_before and r.decay < settings.stale_decay),
-        key=lambda r: (r.last_access or r.created_at, r.pk),
+        (
+            r
+            for r in active
+            if (r.last_access_at or r.created_at) < stale_before and r.decay_score < settings.stale_decay
+        ),
+        key=lambda r: (r.last_access_at or r.created_at, r.pk),
     )
     low = sorted((r for r in active if r.confidence < settings.low_confidence), key=lambda r: (r.confidence, r.pk))
     never = sorted(
@@ -541,7 +497,8 @@ def _age_checks(rows: list[_Row], settings: AuditSettings, moment: datetime) -> 
             INFO,
             count=len(stale),
             examples=[
-                _example(r, last_access=r.last_access or r.created_at, decay_score=round(r.decay, 3)) for r in stale[:n]
+                _example(r, last_access=r.last_access_at or r.created_at, decay_score=round(r.decay_score, 3))
+                for r in stale[:n]
             ],
             details={"days": settings.stale_days, "decay_below": settings.stale_decay},
             hint="`engram touch ID` keeps what still matters, `engram forget ID` drops the rest; "
@@ -573,19 +530,10 @@ def _age_checks(rows: list[_Row], settings: AuditSettings, moment: datetime) -> 
 
 @dataclass
 class _Pairs:
-    duplicates: list[tuple[float, _Row, _Row, bool]] = field(default_factory=list)  # cosine, a, b, exact
-    conflicts: list[tuple[float, _Row, _Row, str]] = field(default_factory=list)  # cosine, a, b, reason
+    duplicates: list[tuple[float, MemoryRow, MemoryRow, bool]] = field(default_factory=list)  # cosine, a, b, exact
+    conflicts: list[tuple[float, MemoryRow, MemoryRow, str]] = field(default_factory=list)  # cosine, a, b, reason
     truncated: bool = False
     thresholds: dict[str, dict[str, float]] = field(default_factory=dict)
-
-
-def _load_vectors(store: Store, table: str, pks: Sequence[int]) -> dict[int, np.ndarray]:
-    out: dict[int, np.ndarray] = {}
-    for chunk in chunked(pks, CHUNK):
-        marks = ", ".join("?" * len(chunk))
-        for pk, blob in store.rows(f"SELECT memory_pk, embedding FROM {table} WHERE memory_pk IN ({marks})", chunk):
-            out[int(pk)] = np.frombuffer(blob, dtype=np.float32)
-    return out
 
 
 # Popcounts of every byte value, for overlap bounds on topic signatures.
@@ -639,16 +587,16 @@ class _Signals:
         return np.asarray(shared >= share * np.maximum(union, 1), dtype=bool)
 
 
-def _similar_pairs(store: Store, rows: list[_Row], settings: AuditSettings, out: _Pairs) -> None:
+def _similar_pairs(store: Store, rows: list[MemoryRow], settings: AuditSettings, out: _Pairs) -> None:
     """Tiled cosine products per (namespace, model) group; only pairs that could matter reach Python."""
-    tables = dict(vectors.models_in_use(store))
-    groups: dict[tuple[str, str], list[_Row]] = defaultdict(list)
+    models = {model_id for model_id, _ in store.vectors.in_use()}
+    groups: dict[tuple[str, str], list[MemoryRow]] = defaultdict(list)
     for row in rows:
-        if row.status == "active" and row.model in tables:
+        if row.status == "active" and row.model in models:
             groups[(row.namespace, row.model)].append(row)
     profiles: dict[int, Profile] = {}
 
-    def prof(row: _Row) -> Profile:
+    def prof(row: MemoryRow) -> Profile:
         if row.pk not in profiles:
             profiles[row.pk] = profile(row.content)
         return profiles[row.pk]
@@ -660,7 +608,7 @@ def _similar_pairs(store: Store, rows: list[_Row], settings: AuditSettings, out:
         merge_at, supersede_at = settings.thresholds(model_id)
         low = min(merge_at, supersede_at)
         out.thresholds[model_id] = {"merge": round(merge_at, 6), "supersede": round(supersede_at, 6)}
-        found = _load_vectors(store, tables[model_id], [r.pk for r in members])
+        found = store.vectors.get(model_id, [r.pk for r in members])
         members = [r for r in members if r.pk in found]
         if len(members) < 2:
             continue
@@ -693,7 +641,7 @@ def _similar_pairs(store: Store, rows: list[_Row], settings: AuditSettings, out:
 
 
 def _unapplied_corrections(
-    members: list[_Row], matrix: np.ndarray, changes: np.ndarray, supersede_at: float, out: _Pairs
+    members: list[MemoryRow], matrix: np.ndarray, changes: np.ndarray, supersede_at: float, out: _Pairs
 ) -> None:
     """Corrections that never replaced what they correct: what remember would have superseded.
 
@@ -739,12 +687,12 @@ def _tiles(n: int, size: int = TILE) -> Iterable[tuple[int, int, int, int]]:
 
 
 def _classify(
-    a: _Row,
-    b: _Row,
+    a: MemoryRow,
+    b: MemoryRow,
     cosine: float,
     merge_at: float,
     supersede_at: float,
-    prof: Callable[[_Row], Profile],
+    prof: Callable[[MemoryRow], Profile],
     out: _Pairs,
 ) -> None:
     pa, pb = prof(a), prof(b)
@@ -784,7 +732,7 @@ def _groups_of(pairs: Iterable[tuple[int, int]]) -> list[list[int]]:
     return sorted(sorted(g) for g in groups.values())
 
 
-def _pair_checks(store: Store, rows: list[_Row], settings: AuditSettings, work: Work) -> tuple[Check, Check]:
+def _pair_checks(store: Store, rows: list[MemoryRow], settings: AuditSettings, work: Work) -> tuple[Check, Check]:
     n = settings.examples
     duplicates = Check(
         "near_duplicates",
@@ -848,9 +796,7 @@ def _scan(store: Store, settings: AuditSettings, scope: _Scope, moment: datetime
     with store.read():
         integrity, damage = _integrity(store, settings.quick, n)
         try:
-            where, params = scope.where()
-            sql = f"SELECT {_ROW_COLUMNS} FROM memories WHERE {where} ORDER BY pk"
-            rows = [_Row(*r) for r in store.rows(sql, params)]
+            rows = store.memories.scan(Filters(namespaces=scope.namespaces, statuses=[]))
             checks = [integrity, _secrets(store, rows, scope, n, work, settings.contact)]
             checks.extend(_index(store, rows, n, work))
             checks.append(_other_model(rows, settings.active_model, store.setting(TARGET_MODEL_KEY)))

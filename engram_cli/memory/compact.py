@@ -42,10 +42,9 @@ from engram_cli.lang import redact
 from engram_cli.lang import text as textmod
 from engram_cli.memory import decay as decaymod
 from engram_cli.memory import records
-from engram_cli.memory.model import Memory, Source
+from engram_cli.memory.model import Filters, Memory, Source
 from engram_cli.memory.remember import MAX_CONTENT_CHARS, MERGE_IMPORTANCE_BOOST
 from engram_cli.memory.similarity import merge_decision, stem
-from engram_cli.store import vectors
 from engram_cli.store.db import Store
 from engram_cli.timeutil import from_iso, now, to_iso
 
@@ -310,32 +309,23 @@ def run_summarizer(command: str, cluster: Cluster, timeout: float) -> str:
 
 
 def _load_rows(store: Store, namespaces: Sequence[str] | None) -> dict[tuple[str, str, str], list[Row]]:
-    where = "status = 'active' AND embedding_model IS NOT NULL"
-    params: list[Any] = []
-    if namespaces is not None:
-        where += f" AND namespace IN ({', '.join('?' for _ in namespaces)})"
-        params.extend(namespaces)
     groups: dict[tuple[str, str, str], list[Row]] = {}
-    sql = (
-        "SELECT pk, id, namespace, agent_id, embedding_model, memory_type, content, created_at, importance, "
-        f"decay_score, version, json_extract(metadata, '$.{META_KEY}') IS NOT NULL "
-        f"FROM memories WHERE {where} ORDER BY created_at, pk"
-    )
-    for r in store.rows(sql, params):
+    scanned = store.memories.scan(
+        Filters(namespaces=None if namespaces is None else list(namespaces)),
+        with_vectors=True, order="created", marked_by=META_KEY,
+    )  # fmt: skip
+    for r in scanned:
         row = Row(
-            pk=int(r[0]), id=str(r[1]), type=str(r[5]), content=str(r[6]), created_at=str(r[7]),
-            importance=float(r[8]), decay_score=float(r[9]), version=int(r[10]), consolidated=bool(r[11]),
+            pk=r.pk, id=r.id, type=r.type, content=r.content, created_at=r.created_at,
+            importance=r.importance, decay_score=r.decay_score, version=r.version, consolidated=r.marked,
         )  # fmt: skip
-        groups.setdefault((str(r[2]), str(r[3]), str(r[4])), []).append(row)
+        groups.setdefault((r.namespace, r.agent, str(r.model)), []).append(row)
     return groups
 
 
 def _matrix(store: Store, model: str, namespace: str, rows: list[Row]) -> tuple[list[Row], np.ndarray]:
     """The rows that have a vector, and their vectors as one matrix (row order kept)."""
-    table = vectors.table_for(store, model)
-    if table is None:
-        return [], np.zeros((0, 0), dtype=np.float32)
-    found = vectors.of_namespace(store, table, namespace, {r.pk for r in rows})
+    found = store.vectors.of_namespace(model, namespace, {r.pk for r in rows})
     kept = [r for r in rows if r.pk in found]
     if not kept:
         return [], np.zeros((0, 0), dtype=np.float32)
@@ -459,7 +449,7 @@ def _fold_duplicates(group: _Group, threshold: float) -> list[Fold]:
 
 def _fresh(store: Store, rows: Sequence[Row]) -> dict[int, Memory]:
     """The rows as they are now, keeping only those nobody changed since planning."""
-    current = records.load_many(store, [r.pk for r in rows])
+    current = store.memories.load_many([r.pk for r in rows])
     return {
         r.pk: current[r.pk]
         for r in rows
@@ -468,9 +458,9 @@ def _fresh(store: Store, rows: Sequence[Row]) -> dict[int, Memory]:
 
 
 def _archive_into(store: Store, memory: Memory, into_id: str, stamp: str, note: str) -> None:
-    records.set_status(store, memory, "archived", stamp, consolidated_into=into_id)
-    records.add_event(
-        store, memory.id, "archived", stamp,
+    store.memories.set_status(memory, "archived", stamp, consolidated_into=into_id)
+    store.events.add(
+        memory.id, "archived", stamp,
         before={"status": "active"}, after={"status": "archived", "consolidated_into": into_id},
         note=note, actor="compact",
     )  # fmt: skip
@@ -484,10 +474,7 @@ def _write_cluster(store: Store, cluster: Cluster, settings: Settings, at: datet
         return False
     assert cluster.vector is not None
     content_hash = textmod.content_hash(cluster.content)
-    same = store.scalar(
-        "SELECT pk FROM memories WHERE namespace = ? AND agent_id = ? AND content_hash = ?",
-        (cluster.namespace, cluster.agent, content_hash),
-    )
+    same = store.memories.duplicate_of(cluster.namespace, cluster.agent, content_hash)
     host = next((m for m in members if m.pk == same), None)
     if same is not None and host is None:
         # Word for word a memory outside the cluster: leave the episodes to a person.
@@ -501,8 +488,6 @@ def _write_cluster(store: Store, cluster: Cluster, settings: Settings, at: datet
     meta = {META_KEY: {"episodes": len(members), "first": first, "last": latest, "method": cluster.method}}
     summary = f"consolidated from {len(members)} episodes, {first[:10]} to {latest[:10]}"
     confidence = sum(m.confidence for m in members) / len(members)
-    table = vectors.table_for(store, cluster.model)
-    assert table is not None
     if host is not None:
         # The summary is one episode's own words (a one-sentence subject): that episode
         # becomes the fact, keeping its id and history, and the others fold into it.
@@ -510,12 +495,12 @@ def _write_cluster(store: Store, cluster: Cluster, settings: Settings, at: datet
         changes: dict[str, Any] = {
             "memory_type": "semantic", "summary": summary, "importance": importance, "confidence": confidence,
             "decay_score": score, "access_count": sum(m.access_count for m in members), "last_access_at": last,
-            "metadata": records.dumps({**host.metadata, **meta}),
+            "metadata": {**host.metadata, **meta},
         }  # fmt: skip
-        records.update(store, host, stamp, **changes)
-        vectors.set_type(store, table, host.pk, "semantic")
-        records.add_event(
-            store, host.id, "updated", stamp,
+        store.memories.update(host, stamp, **changes)
+        store.vectors.set_type(cluster.model, host.pk, "semantic")
+        store.events.add(
+            host.id, "updated", stamp,
             before=before,
             after={"type": "semantic", "importance": importance, "access_count": changes["access_count"]},
             note=f"became the fact consolidating {len(members)} episodes", actor="compact",
@@ -524,32 +509,27 @@ def _write_cluster(store: Store, cluster: Cluster, settings: Settings, at: datet
         members = [m for m in members if m.pk != host.pk]
         cluster.promoted = True
     else:
-        memory_id = records.new_id()
-        store.execute(
-            "INSERT INTO memories (id, namespace, agent_id, session_id, memory_type, content, summary, "
-            "content_hash, embedding_model, importance, confidence, decay_score, access_count, last_access_at, "
-            "created_at, updated_at, status, version, metadata) "
-            "VALUES (?, ?, ?, NULL, 'semantic', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', 1, ?)",
-            (
-                memory_id, cluster.namespace, cluster.agent, cluster.content, summary, content_hash,
-                cluster.model, importance, confidence, score, sum(m.access_count for m in members), last,
-                stamp, stamp, records.dumps(meta),
-            ),
+        fact = Memory(
+            pk=0, id=records.new_id(), namespace=cluster.namespace, agent=cluster.agent, session=None,
+            type="semantic", content=cluster.content, summary=summary, content_hash=content_hash,
+            embedding_model=cluster.model, importance=importance, confidence=confidence, decay_score=score,
+            access_count=sum(m.access_count for m in members), last_access_at=last, created_at=stamp,
+            updated_at=stamp, status="active", version=1, superseded_by=None, consolidated_into=None, metadata=meta,
         )  # fmt: skip
-        pk = int(store.conn.last_insert_rowid())
-        vectors.put(
-            store, table, pk, cluster.vector,
+        memory_id, pk = fact.id, store.memories.insert(fact)
+        store.vectors.put(
+            cluster.model, pk, cluster.vector,
             namespace=cluster.namespace, status="active", memory_type="semantic", agent=cluster.agent,
         )  # fmt: skip
-    records.add_tags(store, pk, sorted({t for m in members for t in m.tags}))
+    store.memories.add_tags(pk, sorted({t for m in members for t in m.tags}))
     for m in members:
         # The episode's words stay searchable through the fact that now carries them.
-        records.add_source(store, pk, Source(kind="compact", ref=m.id, session=m.session, content=m.content), stamp)
+        store.sources.add(pk, Source(kind="compact", ref=m.id, session=m.session, content=m.content), stamp)
         _archive_into(store, m, memory_id, stamp, f"consolidated into {memory_id[:8]}")
     records.reindex(store, pk)
     if host is None:
-        records.add_event(
-            store, memory_id, "created", stamp,
+        store.events.add(
+            memory_id, "created", stamp,
             after={"importance": importance, "type": "semantic", "namespace": cluster.namespace,
                    "agent": cluster.agent, "source": "compact", "episodes": [m.id for m in members]},
             note=f"consolidated {len(members)} episodes ({cluster.method})", actor="compact",
@@ -565,7 +545,7 @@ def _write_fold(store: Store, fold: Fold, stamp: str, rows: dict[int, Row]) -> b
         return False
     loser = current[fold.loser.pk]
     try:
-        winner = records.load(store, fold.winner_pk, with_sources=False)
+        winner = store.memories.load(fold.winner_pk, with_sources=False)
     except NotFound:  # the winner was purged meanwhile
         return False
     if winner.status != "active":
@@ -584,24 +564,22 @@ def _write_fold(store: Store, fold: Fold, stamp: str, rows: dict[int, Row]) -> b
         info["episodes"] = int(info.get("episodes", 0)) + 1
         info["last"] = max(str(info.get("last", "")), loser.created_at)
         meta[META_KEY] = info
-        changes["metadata"] = records.dumps(meta)
-    records.update(store, winner, stamp, **changes)
+        changes["metadata"] = meta
+    store.memories.update(winner, stamp, **changes)
     if winner.pk in rows:
         # Our own change: the winner may still be folded later in this run.
         rows[winner.pk].version = winner.version
-    records.add_tags(store, winner.pk, loser.tags)
+    store.memories.add_tags(winner.pk, loser.tags)
     kind = "compact" if fold.kind == "joined" else "merged"
-    records.add_source(
-        store, winner.pk, Source(kind=kind, ref=loser.id, session=loser.session, content=loser.content), stamp
-    )
+    store.sources.add(winner.pk, Source(kind=kind, ref=loser.id, session=loser.session, content=loser.content), stamp)
     records.reindex(store, winner.pk)
     note = (
         f"episode {loser.id[:8]} joined, cosine {fold.similarity:.4f}"
         if fold.kind == "joined"
         else f"near duplicate {loser.id[:8]} folded in by compact, cosine {fold.similarity:.4f}"
     )
-    records.add_event(
-        store, winner.id, "merged", stamp,
+    store.events.add(
+        winner.id, "merged", stamp,
         before=before, after={k: v for k, v in changes.items() if k != "metadata"}, note=note, actor="compact",
     )  # fmt: skip
     _archive_into(store, loser, winner.id, stamp, ("consolidated into " if fold.kind == "joined" else "duplicate of ")
@@ -632,13 +610,7 @@ def _cap(store: Store, settings: Settings, namespaces: Sequence[str] | None, rep
 def _archived_by_decay(store: Store, report: CompactReport) -> list[int]:
     if report.decay is None or not report.dry_run:
         return []
-    ids = [c.id for c in report.decay.changes if c.archived]
-    out: list[int] = []
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ", ".join("?" for _ in chunk)
-        out.extend(int(r[0]) for r in store.rows(f"SELECT pk FROM memories WHERE id IN ({marks})", chunk))
-    return out
+    return store.memories.pks_of([c.id for c in report.decay.changes if c.archived])
 
 
 def _write_cap(store: Store, row: Row, stamp: str, cap: int) -> bool:
@@ -646,9 +618,9 @@ def _write_cap(store: Store, row: Row, stamp: str, cap: int) -> bool:
     if row.pk not in current:
         return False
     memory = current[row.pk]
-    records.set_status(store, memory, "archived", stamp)
-    records.add_event(
-        store, memory.id, "archived", stamp,
+    store.memories.set_status(memory, "archived", stamp)
+    store.events.add(
+        memory.id, "archived", stamp,
         before={"status": "active"}, after={"status": "archived"},
         note=f"over the cap of {cap} active memories (lowest importance x decay)", actor="compact",
     )  # fmt: skip
@@ -798,5 +770,5 @@ def _existing_twins(group: _Group, ready: list[Cluster], settings: Settings, fol
 def _pk_of(store: Store, memory_id: str | None) -> int:
     if memory_id is None:
         return 0
-    value = store.scalar("SELECT pk FROM memories WHERE id = ?", (memory_id,))
-    return 0 if value is None else int(value)
+    pk = store.memories.pk_of(memory_id)
+    return 0 if pk is None else pk

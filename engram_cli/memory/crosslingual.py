@@ -31,9 +31,9 @@ def _key(model_id: str) -> str:
     return f"script_means:{model_id}"
 
 
-def script_means(store: Store, model_id: str, table: str) -> dict[str, np.ndarray]:
+def script_means(store: Store, model_id: str) -> dict[str, np.ndarray]:
     """Mean vector per script (latin, cjk) of the memories with this model's vectors."""
-    count = int(store.scalar("SELECT count(*) FROM memories") or 0)
+    count = store.memories.count()
     cached = store.setting(_key(model_id))
     if cached:
         data = json.loads(cached)
@@ -42,14 +42,8 @@ def script_means(store: Store, model_id: str, table: str) -> dict[str, np.ndarra
     sums: dict[str, np.ndarray] = {}
     counts: dict[str, int] = {}
     step = max(1, count // SAMPLE)
-    rows = store.rows(
-        f"SELECT v.embedding, m.content FROM {table} v JOIN memories m ON m.pk = v.memory_pk "
-        "WHERE v.memory_pk % ? = 0 LIMIT ?",
-        (step, SAMPLE),
-    )
-    for blob, content in rows:
-        script = textmod.script_of(str(content))
-        vector = np.frombuffer(blob, dtype=np.float32)
+    for vector, content in store.vectors.sample(model_id, step, SAMPLE):
+        script = textmod.script_of(content)
         sums[script] = sums.get(script, 0) + vector
         counts[script] = counts.get(script, 0) + 1
     means = {s: sums[s] / counts[s] for s in sums if counts[s] >= MIN_PER_SCRIPT}

@@ -14,7 +14,7 @@ from typing import Any
 
 from engram_cli.errors import InvalidInput
 from engram_cli.memory import records
-from engram_cli.memory.model import HIGH_IMPORTANCE, MEMORY_TYPES, Memory
+from engram_cli.memory.model import HIGH_IMPORTANCE, MEMORY_TYPES, Filters, Memory
 from engram_cli.store.db import Store
 from engram_cli.timeutil import from_iso, now, to_iso
 
@@ -119,16 +119,11 @@ def run(
     moment = at or now()
     stamp = to_iso(moment)
     report = DecayReport(now=stamp, dry_run=dry_run)
-    where = "m.status = 'active'"
-    params: list[Any] = []
-    if namespaces is not None:
-        where += f" AND m.namespace IN ({', '.join('?' for _ in namespaces)})"
-        params.extend(namespaces)
-    pks = [int(r[0]) for r in store.rows(f"SELECT m.pk FROM memories m WHERE {where} ORDER BY m.pk", params)]
+    pks = store.memories.pks(Filters(namespaces=namespaces, statuses=["active"]), order="pk")
     for start in range(0, len(pks), BATCH):
         # A dry run only reads, so it also works on a read-only database.
         with store.read() if dry_run else store.write():
-            for memory in records.load_many(store, pks[start : start + BATCH]).values():
+            for memory in store.memories.load_many(pks[start : start + BATCH]).values():
                 if memory.status != "active":
                     continue
                 report.scanned += 1
@@ -157,18 +152,18 @@ def _decay_one(
     if dry_run:
         return change
     if gone:
-        records.set_status(store, memory, "archived", stamp, decay_score=score)
-        records.add_event(
-            store, memory.id, "archived", stamp,
+        store.memories.set_status(memory, "archived", stamp, decay_score=score)
+        store.events.add(
+            memory.id, "archived", stamp,
             before={"status": "active", "decay_score": change.before},
             after={"status": "archived", "decay_score": score},
             note=f"faded: {days:.0f} days since last access", actor="decay",
         )  # fmt: skip
     else:
-        records.update(store, memory, stamp, decay_score=score)
+        store.memories.update(memory, stamp, decay_score=score)
         if change.notable:
-            records.add_event(
-                store, memory.id, "decayed", stamp,
+            store.events.add(
+                memory.id, "decayed", stamp,
                 before={"decay_score": change.before}, after={"decay_score": score}, actor="decay",
             )  # fmt: skip
     return change
@@ -183,20 +178,20 @@ def touch(store: Store, refs: list[str], *, at: datetime | None = None) -> list[
     with store.write():
         pks = list(dict.fromkeys(records.resolve_pk(store, ref) for ref in refs))
         for pk in pks:
-            memory = records.load(store, pk, with_sources=False)
+            memory = store.memories.load(pk, with_sources=False)
             changes: dict[str, Any] = {
                 "access_count": memory.access_count + 1,
                 "last_access_at": stamp,
                 "decay_score": 1.0,
             }
             if memory.status == "archived":
-                records.set_status(store, memory, "active", stamp, **changes)
-                records.add_event(
-                    store, memory.id, "restored", stamp,
+                store.memories.set_status(memory, "active", stamp, **changes)
+                store.events.add(
+                    memory.id, "restored", stamp,
                     before={"status": "archived", "decay_score": memory.decay_score},
                     after={"status": "active", "decay_score": 1.0}, note="touched", actor="user",
                 )  # fmt: skip
             else:
-                records.update(store, memory, stamp, **changes)
-            out.append(records.load(store, pk))
+                store.memories.update(memory, stamp, **changes)
+            out.append(store.memories.load(pk))
     return out

@@ -15,9 +15,8 @@ from engram_cli.errors import InvalidInput, ModelError
 from engram_cli.lang import text as textmod
 from engram_cli.memory import compact as compactmod
 from engram_cli.memory import records, repair
-from engram_cli.memory.model import Event, Memory, passage_text
-from engram_cli.memory.recall import Filters
-from engram_cli.store import vectors
+from engram_cli.memory.model import Event, Filters, Memory, passage_text
+from engram_cli.store.codec import dumps
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now
 
@@ -29,35 +28,27 @@ Embedder = Callable[[str], tuple[Callable[[Sequence[str]], np.ndarray], int]]
 
 def get(store: Store, ref: str) -> Memory:
     with store.read():
-        return records.load(store, records.resolve_pk(store, ref))
+        return store.memories.load(records.resolve_pk(store, ref))
 
 
 def history(store: Store, ref: str) -> tuple[Memory, list[Event]]:
     with store.read():
-        memory = records.load(store, records.resolve_pk(store, ref))
-        return memory, records.events_of(store, memory.id)
+        memory = store.memories.load(records.resolve_pk(store, ref))
+        return memory, store.events.of(memory.id)
 
 
 def list_memories(store: Store, filters: Filters, *, limit: int = 20, offset: int = 0) -> list[Memory]:
     """Newest first."""
     if limit < 1:
         raise InvalidInput(f"limit must be at least 1, not {limit}")
-    where, params = filters.sql("m")
     with store.read():
-        pks = [
-            int(r[0])
-            for r in store.rows(
-                f"SELECT m.pk FROM memories m WHERE {where} ORDER BY m.created_at DESC, m.pk DESC LIMIT ? OFFSET ?",
-                [*params, limit, offset],
-            )
-        ]
-        found = records.load_many(store, pks)
+        pks = store.memories.pks(filters, order="newest", limit=limit, offset=offset)
+        found = store.memories.load_many(pks)
     return [found[pk] for pk in pks if pk in found]
 
 
 def count(store: Store, filters: Filters) -> int:
-    where, params = filters.sql("m")
-    return int(store.scalar(f"SELECT count(*) FROM memories m WHERE {where}", params) or 0)
+    return store.memories.count(filters)
 
 
 @dataclass
@@ -105,18 +96,18 @@ def forget(
         purger = _Purger(store, now, actor, embedder)
         for pk in pks:
             if hard:
-                if store.scalar("SELECT 1 FROM memories WHERE pk = ?", (pk,)) is None:
+                if not store.memories.exists(pk):
                     continue  # purged a moment ago with an earlier id: a fact made of its words only
-                results.extend(purger.purge(records.load(store, pk, with_sources=False)))
+                results.extend(purger.purge(store.memories.load(pk, with_sources=False)))
                 continue
-            memory = records.load(store, pk, with_sources=False)
+            memory = store.memories.load(pk, with_sources=False)
             if memory.status == "archived":
                 results.append(ForgetResult(memory.id, "unchanged"))
             else:
                 before = {"status": memory.status}
-                records.set_status(store, memory, "archived", now)
-                records.add_event(
-                    store, memory.id, "archived", now,
+                store.memories.set_status(memory, "archived", now)
+                store.events.add(
+                    memory.id, "archived", now,
                     before=before, after={"status": "archived"}, note="forgotten", actor=actor,
                 )  # fmt: skip
                 results.append(ForgetResult(memory.id, "archived"))
@@ -152,19 +143,13 @@ class _Purger:
         result = ForgetResult(memory.id, "purged", note=note)
         results = [result]
         result.consolidated = self._release(memory)
-        records.purge(self.store, memory)
-        records.add_event(
-            self.store, memory.id, "deleted", self.now,
+        self.store.memories.purge(memory)
+        self.store.events.add(
+            memory.id, "deleted", self.now,
             note="purged with forget --hard; content removed" + (f"; {note}" if note else ""), actor=self.actor,
         )  # fmt: skip
-        edited: dict[int, str] = {}
-        for pk, memory_id in self.store.rows(
-            "SELECT DISTINCT m.pk, m.id FROM sources s JOIN memories m ON m.pk = s.memory_pk "
-            "WHERE s.ref = ? OR s.content = ?",
-            (memory.id, memory.content),
-        ):
-            edited[int(pk)] = str(memory_id)
-        self.store.execute("DELETE FROM sources WHERE ref = ? OR content = ?", (memory.id, memory.content))
+        edited = self.store.sources.holders(memory.id, memory.content)
+        self.store.sources.delete_copies(memory.id, memory.content)
         for fact in self._facts_quoting(memory):
             outcome = self._rewrite(fact, memory)
             if outcome == "edited":
@@ -172,7 +157,7 @@ class _Purger:
             elif outcome == "purged":
                 edited.pop(fact.pk, None)
                 why = f"its wording was {memory.id[:8]}'s words only"
-                results.extend(self.purge(records.load(self.store, fact.pk, with_sources=False), why))
+                results.extend(self.purge(self.store.memories.load(fact.pk, with_sources=False), why))
         self._strip_metadata(memory.content, edited)
         self._blank_history(memory, edited)
         for pk in edited:
@@ -187,11 +172,11 @@ class _Purger:
         often says what it said, and a purge must not bring those words back into recall.
         """
         released: list[str] = []
-        for (pk,) in self.store.rows("SELECT pk FROM memories WHERE consolidated_into = ? ORDER BY pk", (memory.id,)):
-            other = records.load(self.store, int(pk), with_sources=False)
-            records.update(self.store, other, self.now, consolidated_into=None)
-            records.add_event(
-                self.store, other.id, "updated", self.now,
+        for pk in self.store.memories.consolidated_into(memory.id):
+            other = self.store.memories.load(pk, with_sources=False)
+            self.store.memories.update(other, self.now, consolidated_into=None)
+            self.store.events.add(
+                other.id, "updated", self.now,
                 before={"consolidated_into": memory.id}, after={"consolidated_into": None},
                 note=f"{memory.id[:8]}, which it was consolidated into, was purged with forget --hard",
                 actor=self.actor,
@@ -202,15 +187,12 @@ class _Purger:
     def _facts_quoting(self, memory: Memory) -> list[Memory]:
         """Facts compact wrote from a cluster this memory was part of: their wording may quote it."""
         facts: list[Memory] = []
-        for memory_id, after in self.store.rows(
-            "SELECT memory_id, after FROM events WHERE kind = 'created' AND actor = 'compact' AND instr(after, ?) > 0",
-            (memory.id,),
-        ):
-            if memory.id not in (json.loads(after or "{}").get("episodes") or []):
+        for memory_id, after in self.store.events.created_by("compact", memory.id):
+            if memory.id not in (after.get("episodes") or []):
                 continue
-            pk = self.store.scalar("SELECT pk FROM memories WHERE id = ?", (memory_id,))
+            pk = self.store.memories.pk_of(memory_id)
             if pk is not None:
-                facts.append(records.load(self.store, int(pk), with_sources=False))
+                facts.append(self.store.memories.load(pk, with_sources=False))
         return facts
 
     def _rewrite(self, fact: Memory, purged: Memory) -> str | None:
@@ -221,50 +203,35 @@ class _Purger:
         remain, or the new summary is word for word another memory, the fact was only a copy and
         goes too.
         """
-        carried = [
-            str(r[0])
-            for r in self.store.rows(
-                "SELECT content FROM sources WHERE memory_pk = ? AND content IS NOT NULL ORDER BY pk", (fact.pk,)
-            )
-        ]
+        carried = self.store.sources.supplements(fact.pk)
         wording = without_sentences(fact.content, purged.content, carried)
         if wording == fact.content:
             return None
         if not textmod.analyze(wording):
-            episodes = [
-                str(r[0])
-                for r in self.store.rows(
-                    "SELECT content FROM sources WHERE memory_pk = ? AND kind = 'compact' AND content IS NOT NULL "
-                    "ORDER BY pk",
-                    (fact.pk,),
-                )
-            ]
+            episodes = self.store.sources.supplements(fact.pk, kind="compact")
             wording = compactmod.extractive_summary(episodes) if episodes else ""
         content_hash = textmod.content_hash(wording)
-        taken = self.store.scalar(
-            "SELECT 1 FROM memories WHERE namespace = ? AND agent_id = ? AND content_hash = ? AND pk != ?",
-            (fact.namespace, fact.agent, content_hash, fact.pk),
-        )
-        if not textmod.analyze(wording) or taken:
+        taken = self.store.memories.duplicate_of(fact.namespace, fact.agent, content_hash, other_than=fact.pk)
+        if not textmod.analyze(wording) or taken is not None:
             return "purged"
-        records.update(self.store, fact, self.now, content=wording, content_hash=content_hash)
+        self.store.memories.update(fact, self.now, content=wording, content_hash=content_hash)
         fact.content = wording
         self._reembed(fact)
-        records.add_event(
-            self.store, fact.id, "updated", self.now,
+        self.store.events.add(
+            fact.id, "updated", self.now,
             note=f"wording rewritten without the words of {purged.id[:8]}, purged with forget --hard", actor=self.actor,
         )  # fmt: skip
         return "edited"
 
     def _strip_metadata(self, text: str, edited: dict[int, str]) -> None:
         probe = _json_probe(text)
-        for (pk,) in self.store.rows("SELECT pk FROM memories WHERE instr(metadata, ?) > 0", (probe,)):
-            memory = records.load(self.store, int(pk), with_sources=False)
+        for pk in self.store.memories.with_metadata_containing(probe):
+            memory = self.store.memories.load(pk, with_sources=False)
             cleaned, changed = _strip(memory.metadata, text)
             if not changed:
                 continue
             before = passage_text(memory.content, memory.metadata)
-            records.update(self.store, memory, self.now, metadata=records.dumps(cleaned))
+            self.store.memories.update(memory, self.now, metadata=cleaned)
             memory.metadata = cleaned
             if passage_text(memory.content, memory.metadata) != before:
                 self._reembed(memory)
@@ -274,41 +241,34 @@ class _Purger:
         """Other memories' events that quote the purged text lose those values, as the purged one's own did."""
         text = purged.content
         probe = _json_probe(text)
-        for event_pk, memory_id, before, after, note in self.store.rows(
-            "SELECT pk, memory_id, before, after, note FROM events WHERE memory_id != ? "
-            "AND (instr(before, ?) > 0 OR instr(after, ?) > 0 OR instr(note, ?) > 0)",
-            (purged.id, probe, probe, text),
-        ):
-            values = [_blank(raw, text) for raw in (before, after)]
-            new_note = note.replace(text, "[forgotten]") if note else note
-            if values == [before, after] and new_note == note:
+        for event in self.store.events.quoting(probe, text, other_than=purged.id):
+            before, after = (_blank(raw, text) for raw in (event.before, event.after))
+            note = event.note.replace(text, "[forgotten]") if event.note else event.note
+            if (before, after, note) == (event.before, event.after, event.note):
                 continue
-            self.store.execute(
-                "UPDATE events SET before = ?, after = ?, note = ? WHERE pk = ?", (*values, new_note, event_pk)
-            )
-            pk = self.store.scalar("SELECT pk FROM memories WHERE id = ?", (memory_id,))
+            self.store.events.rewrite(event.pk, before, after, note)
+            pk = self.store.memories.pk_of(event.memory_id)
             if pk is not None:
-                edited[int(pk)] = str(memory_id)
+                edited[pk] = event.memory_id
 
     def _reembed(self, memory: Memory) -> None:
         """A new vector from the memory's new passage; without a model for it, none (audit --fix embeds it)."""
-        table = vectors.table_for(self.store, memory.embedding_model) if memory.embedding_model else None
-        if self.embedder is not None and memory.embedding_model:
+        if not memory.embedding_model:
+            return
+        if self.embedder is not None:
             try:
-                embed, dim = self.embedder(memory.embedding_model)
+                embed, _ = self.embedder(memory.embedding_model)
             except ModelError:
                 log.warning("model %s is not available: `engram audit --fix` embeds %s", memory.embedding_model,
                             memory.id[:8])  # fmt: skip
             else:
                 vector = np.asarray(embed([passage_text(memory.content, memory.metadata)]), dtype=np.float32)[0]
-                vectors.put(
-                    self.store, table or vectors.ensure_table(self.store, memory.embedding_model, dim), memory.pk,
-                    vector, namespace=memory.namespace, status=memory.status, memory_type=memory.type,
-                    agent=memory.agent,
+                self.store.vectors.put(
+                    memory.embedding_model, memory.pk, vector, namespace=memory.namespace, status=memory.status,
+                    memory_type=memory.type, agent=memory.agent,
                 )  # fmt: skip
                 return
-        if table:
-            vectors.delete(self.store, table, memory.pk)
+        self.store.vectors.delete(memory.embedding_model, memory.pk)
 
 
 def without_sentences(wording: str, purged: str, keep: Sequence[str]) -> str:
@@ -376,7 +336,7 @@ def _blank(raw: str | None, text: str) -> str | None:
         return node
 
     data = walk(json.loads(raw))
-    return records.dumps(data) if found else raw
+    return dumps(data) if found else raw
 
 
 def score_factors(memory: Memory) -> dict[str, float | str]:
@@ -400,12 +360,4 @@ def recent_events(store: Store, *, limit: int = 50, kinds: list[str] | None = No
     """The latest events across the database, newest first."""
     if limit < 1:
         raise InvalidInput(f"limit must be at least 1, not {limit}")
-    where, params = "1", []
-    if kinds:
-        where = f"kind IN ({', '.join('?' for _ in kinds)})"
-        params = list(kinds)
-    rows = store.rows(
-        f"SELECT memory_id, kind, at, actor, before, after, note FROM events WHERE {where} ORDER BY pk DESC LIMIT ?",
-        [*params, limit],
-    )
-    return [records.event_from_row(r) for r in rows]
+    return store.events.recent(limit, kinds)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
 from engram_cli.errors import InvalidInput
+from engram_cli.timeutil import normalize_iso
 
 MEMORY_TYPES = ("working", "episodic", "semantic", "procedural")
 STATUSES = ("active", "superseded", "archived")
@@ -64,12 +64,41 @@ def passage_text(content: str, metadata: dict[str, Any] | None) -> str:
     return content
 
 
-# Columns read for a Memory, in the order Memory.from_row expects.
-MEMORY_COLUMNS = (
-    "pk, id, namespace, agent_id, session_id, memory_type, content, summary, content_hash, "
-    "embedding_model, importance, confidence, decay_score, access_count, last_access_at, "
-    "created_at, updated_at, status, version, superseded_by, consolidated_into, metadata"
-)
+@dataclass
+class Filters:
+    """What recall, list and other reads may restrict to. Empty means no restriction.
+
+    The store turns them into its own query language (``engram_cli.store.memories.where``).
+    """
+
+    namespaces: list[str] | None = None  # None: every namespace
+    agent: str | None = None
+    types: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    since: str | None = None
+    until: str | None = None
+    accessed_since: str | None = None
+    accessed_until: str | None = None
+    statuses: list[str] = field(default_factory=lambda: ["active"])
+    embedding_model: str | None = None
+    session: str | None = None
+
+    def __post_init__(self) -> None:
+        for mtype in self.types:
+            if mtype not in MEMORY_TYPES:
+                raise InvalidInput(f"unknown memory type {mtype!r}", hint=f"use one of: {', '.join(MEMORY_TYPES)}")
+        for status in self.statuses:
+            if status not in STATUSES:
+                raise InvalidInput(f"unknown status {status!r}", hint=f"use one of: {', '.join(STATUSES)}")
+        self.tags = sorted({t.strip().lower() for t in self.tags if t.strip()})
+        self.since = normalize_iso(self.since, what="--since") if self.since else None
+        self.until = normalize_iso(self.until, what="--until") if self.until else None
+        self.accessed_since = (
+            normalize_iso(self.accessed_since, what="--accessed-since") if self.accessed_since else None
+        )
+        self.accessed_until = (
+            normalize_iso(self.accessed_until, what="--accessed-until") if self.accessed_until else None
+        )
 
 
 @dataclass
@@ -122,33 +151,6 @@ class Memory:
     metadata: dict[str, Any]
     tags: list[str] = field(default_factory=list)
     sources: list[Source] = field(default_factory=list)
-
-    @classmethod
-    def from_row(cls, row: tuple[Any, ...]) -> Memory:
-        return cls(
-            pk=row[0],
-            id=row[1],
-            namespace=row[2],
-            agent=row[3],
-            session=row[4],
-            type=row[5],
-            content=row[6],
-            summary=row[7],
-            content_hash=row[8],
-            embedding_model=row[9],
-            importance=float(row[10]),
-            confidence=float(row[11]),
-            decay_score=float(row[12]),
-            access_count=int(row[13]),
-            last_access_at=row[14],
-            created_at=row[15],
-            updated_at=row[16],
-            status=row[17],
-            version=int(row[18]),
-            superseded_by=row[19],
-            consolidated_into=row[20],
-            metadata=json.loads(row[21]) if row[21] else {},
-        )
 
     @property
     def short_id(self) -> str:

@@ -1,10 +1,10 @@
-"""recall: filter in SQL, rank by fused vector + keyword relevance, weigh by importance and decay."""
+"""recall: filter in the store, rank by fused vector + keyword relevance, weigh by importance and decay."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -13,11 +13,11 @@ import numpy as np
 from engram_cli.errors import InvalidInput
 from engram_cli.lang import text as textmod
 from engram_cli.lang import timeexpr
-from engram_cli.memory import crosslingual, records
-from engram_cli.memory.model import MEMORY_TYPES, STATUSES, Memory
-from engram_cli.store import vectors
+from engram_cli.memory import crosslingual
+from engram_cli.memory.model import Filters, Memory
 from engram_cli.store.db import Store
-from engram_cli.timeutil import iso_now, normalize_iso, now, to_iso
+from engram_cli.store.vectors import MAX_KNN
+from engram_cli.timeutil import iso_now, now, to_iso
 
 log = logging.getLogger(__name__)
 
@@ -27,80 +27,6 @@ EXACT_SCAN_LIMIT = 5000
 IMPORTANCE_BASE = 0.6
 # Share of their words two hits must have in common to count as copies of each other.
 COPY_OVERLAP = 0.6
-
-
-@dataclass
-class Filters:
-    """What recall, list and other reads may restrict to. Empty means no restriction."""
-
-    namespaces: list[str] | None = None  # None: every namespace
-    agent: str | None = None
-    types: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-    since: str | None = None
-    until: str | None = None
-    accessed_since: str | None = None
-    accessed_until: str | None = None
-    statuses: list[str] = field(default_factory=lambda: ["active"])
-    embedding_model: str | None = None
-    session: str | None = None
-
-    def __post_init__(self) -> None:
-        for mtype in self.types:
-            if mtype not in MEMORY_TYPES:
-                raise InvalidInput(f"unknown memory type {mtype!r}", hint=f"use one of: {', '.join(MEMORY_TYPES)}")
-        for status in self.statuses:
-            if status not in STATUSES:
-                raise InvalidInput(f"unknown status {status!r}", hint=f"use one of: {', '.join(STATUSES)}")
-        self.tags = sorted({t.strip().lower() for t in self.tags if t.strip()})
-        self.since = normalize_iso(self.since, what="--since") if self.since else None
-        self.until = normalize_iso(self.until, what="--until") if self.until else None
-        self.accessed_since = (
-            normalize_iso(self.accessed_since, what="--accessed-since") if self.accessed_since else None
-        )
-        self.accessed_until = (
-            normalize_iso(self.accessed_until, what="--accessed-until") if self.accessed_until else None
-        )
-
-    def sql(self, alias: str = "m") -> tuple[str, list[Any]]:
-        """A WHERE clause (without the keyword) over memories aliased as ``alias``."""
-        a = alias
-        clauses: list[str] = []
-        params: list[Any] = []
-
-        def any_of(column: str, values: Sequence[str]) -> None:
-            clauses.append(f"{a}.{column} IN ({', '.join('?' for _ in values)})")
-            params.extend(values)
-
-        if self.namespaces is not None:
-            any_of("namespace", self.namespaces)
-        if self.agent is not None:
-            clauses.append(f"{a}.agent_id = ?")
-            params.append(self.agent)
-        if self.types:
-            any_of("memory_type", self.types)
-        if self.statuses:
-            any_of("status", self.statuses)
-        for tag in self.tags:
-            clauses.append(f"EXISTS (SELECT 1 FROM tags t WHERE t.memory_pk = {a}.pk AND t.tag = ?)")
-            params.append(tag)
-        last = f"coalesce({a}.last_access_at, {a}.created_at)"
-        for column, op, value in (
-            (f"{a}.created_at", ">=", self.since),
-            (f"{a}.created_at", "<=", self.until),
-            (last, ">=", self.accessed_since),
-            (last, "<=", self.accessed_until),
-        ):
-            if value is not None:
-                clauses.append(f"{column} {op} ?")
-                params.append(value)
-        if self.embedding_model is not None:
-            clauses.append(f"{a}.embedding_model = ?")
-            params.append(self.embedding_model)
-        if self.session is not None:
-            clauses.append(f"{a}.session_id = ?")
-            params.append(self.session)
-        return (" AND ".join(clauses) or "1"), params
 
 
 @dataclass(frozen=True)
@@ -141,67 +67,32 @@ QueryEmbedder = Callable[[str, str], np.ndarray]  # (model_id, query) -> unit ve
 
 
 def _vector_candidates(
-    store: Store,
-    table: str,
-    model_id: str,
-    qvec: np.ndarray,
-    filters: Filters,
-    where: str,
-    params: list[Any],
-    want: int,
+    store: Store, model_id: str, qvec: np.ndarray, filters: Filters, want: int
 ) -> list[tuple[int, float]]:
     """Up to ``want`` rows that pass every filter, nearest first."""
     namespaces = filters.namespaces if filters.namespaces and len(filters.namespaces) <= 4 else None
-    ask = min(vectors.MAX_KNN, max(want * 4, 100))
-    near = vectors.knn(
-        store, table, qvec, ask,
+    ask = min(MAX_KNN, max(want * 4, 100))
+    near = store.vectors.knn(
+        model_id, qvec, ask,
         namespaces=namespaces, statuses=filters.statuses or None, types=filters.types or None, agent=filters.agent,
     )  # fmt: skip
     if not near:
         return []
-    allowed = _passing(store, [pk for pk, _ in near], where, params)
+    allowed = store.memories.passing([pk for pk, _ in near], filters)
     kept = [(pk, sim) for pk, sim in near if pk in allowed]
     if len(kept) >= want or len(near) < ask:
         return kept[:want]
     # Filters the vector index cannot apply (tags, time) threw most neighbours away:
     # score the rows that pass them exactly instead, when there are few enough.
-    pks = [
-        int(r[0])
-        for r in store.rows(
-            f"SELECT m.pk FROM memories m WHERE {where} AND m.embedding_model = ? LIMIT ?",
-            [*params, model_id, EXACT_SCAN_LIMIT + 1],
-        )
-    ]
+    pks = store.memories.pks(filters, model=model_id, limit=EXACT_SCAN_LIMIT + 1)
     if len(pks) > EXACT_SCAN_LIMIT:
         log.info("filters too broad for an exact scan; using %d KNN survivors", len(kept))
         return kept[:want]
-    return vectors.similarities(store, table, qvec, pks)[:want]
+    return store.vectors.similarities(model_id, qvec, pks)[:want]
 
 
-def _passing(store: Store, pks: list[int], where: str, params: list[Any]) -> set[int]:
-    out: set[int] = set()
-    for start in range(0, len(pks), 500):
-        chunk = pks[start : start + 500]
-        marks = ", ".join("?" for _ in chunk)
-        rows = store.rows(f"SELECT m.pk FROM memories m WHERE m.pk IN ({marks}) AND {where}", [*chunk, *params])
-        out.update(int(r[0]) for r in rows)
-    return out
-
-
-def _keyword_candidates(store: Store, query: str, where: str, params: list[Any], want: int) -> list[tuple[int, float]]:
-    match = textmod.fts_query(query)
-    if match is None:
-        return []
-    # The full-text matches are materialised first, then joined to the filters by primary key. Written as
-    # "rowid IN (filtered memories)", SQLite hands every filtered rowid to FTS5 as a separate lookup: 2.8 s
-    # per query at 40k memories instead of milliseconds.
-    rows = store.rows(
-        "WITH hits AS MATERIALIZED (SELECT rowid AS pk, bm25(memory_fts) AS rank FROM memory_fts "
-        "WHERE memory_fts MATCH ?) "
-        f"SELECT h.pk, h.rank FROM hits h JOIN memories m ON m.pk = h.pk WHERE {where} ORDER BY h.rank LIMIT ?",
-        [match, *params, want],
-    )
-    return [(int(pk), -float(rank)) for pk, rank in rows]
+def _keyword_candidates(store: Store, query: str, filters: Filters, want: int) -> list[tuple[int, float]]:
+    return store.keywords.search(textmod.query_terms(query), filters, want)
 
 
 def recall(
@@ -227,49 +118,34 @@ def recall(
     if when is not None:
         # The time words pick the window; they are not what the memory is about.
         query = timeexpr.strip_time(query, when) or query
-    where, params = filters.sql("m")
     want = max(settings.candidates, k)
     query_script = textmod.script_of(query)
     means: dict[str, dict[str, np.ndarray]] = {}
     if settings.cross_weight > 0 and settings.vector_weight > 0:
-        for model_id, vec_table in vectors.models_in_use(store):
-            means[model_id] = crosslingual.script_means(store, model_id, vec_table)
+        for model_id, _ in store.vectors.in_use():
+            means[model_id] = crosslingual.script_means(store, model_id)
     with store.read():
-        # Ask the (tiny) model registry which models have a row in scope, rather than scanning every row.
-        models = [
-            str(r[0])
-            for r in store.rows(
-                "SELECT e.model_id FROM embedding_models e WHERE EXISTS "
-                f"(SELECT 1 FROM memories m WHERE m.embedding_model = e.model_id AND {where})",
-                params,
-            )
-        ]
+        models = store.memories.models(filters)
         vector_lists: dict[str, list[tuple[int, float]]] = {}
         cross_lists: dict[str, tuple[str, list[tuple[int, float]]]] = {}
-        query_vectors: dict[str, tuple[str, np.ndarray]] = {}  # model -> (its table, the query's vector)
+        query_vectors: dict[str, np.ndarray] = {}  # model -> the query's vector
         for model_id in models if settings.vector_weight > 0 else []:
-            table = vectors.table_for(store, model_id)
-            if table is None:
-                continue
             qvec = embed_query(model_id, query)
-            query_vectors[model_id] = (table, qvec)
-            vector_lists[model_id] = _vector_candidates(store, table, model_id, qvec, filters, where, params, want)
+            query_vectors[model_id] = qvec
+            vector_lists[model_id] = _vector_candidates(store, model_id, qvec, filters, want)
             moved = crosslingual.shifted(qvec, query_script, means.get(model_id, {}))
             if moved is not None:
                 other, qvec2 = moved
-                found = _vector_candidates(store, table, model_id, qvec2, filters, where, params, want)
+                found = _vector_candidates(store, model_id, qvec2, filters, want)
                 cross_lists[model_id] = (other, found)
-        keyword = _keyword_candidates(store, query, where, params, want) if settings.keyword_weight > 0 else []
+        keyword = _keyword_candidates(store, query, filters, want) if settings.keyword_weight > 0 else []
         timed: dict[str, list[tuple[int, float]]] = {}
         if when is not None:
             window = replace(filters, since=_later(filters.since, when.start), until=_earlier(filters.until, when.end))
-            twhere, tparams = window.sql("m")
-            for model_id, (table, qvec) in query_vectors.items():
-                timed[f"vector:{model_id}"] = _vector_candidates(
-                    store, table, model_id, qvec, window, twhere, tparams, want
-                )
+            for model_id, qvec in query_vectors.items():
+                timed[f"vector:{model_id}"] = _vector_candidates(store, model_id, qvec, window, want)
             if settings.keyword_weight > 0:
-                timed["keyword"] = _keyword_candidates(store, query, twhere, tparams, want)
+                timed["keyword"] = _keyword_candidates(store, query, window, want)
 
     fused: dict[int, dict[str, Any]] = {}
     for model_id, hits in vector_lists.items():
@@ -286,7 +162,7 @@ def recall(
             wt = settings.time_weight
     cross_pks = {pk for _, found in cross_lists.values() for pk, _ in found}
     with store.read():
-        memories = records.load_many(store, list(set(fused) | cross_pks))
+        memories = store.memories.load_many(list(set(fused) | cross_pks))
     wc = 0.0
     for model_id, (other, found) in cross_lists.items():
         # Only what the shift brought in from the other language counts in this list.
@@ -340,8 +216,9 @@ def recall(
             scored = _diversify(store, scored, k, settings.diversity)
     top = scored[:k]
     with store.read():
-        for hit in top:
-            hit.memory.sources = records.sources_of(store, hit.memory.pk)
+        sources = store.sources.of_many([hit.memory.pk for hit in top])
+    for hit in top:
+        hit.memory.sources = sources.get(hit.memory.pk, [])
     if bump and top:
         _bump(store, top)
     return top
@@ -373,9 +250,7 @@ def _diversify(store: Store, ranked: list[Hit], k: int, threshold: float) -> lis
             by_model.setdefault(hit.memory.embedding_model, []).append(hit.memory.pk)
     vecs: dict[int, np.ndarray] = {}
     for model_id, pks in by_model.items():
-        table = vectors.table_for(store, model_id)
-        if table:
-            vecs.update(vectors.get(store, table, pks))
+        vecs.update(store.vectors.get(model_id, pks))
     kept: list[Hit] = []
     copies: list[Hit] = []
     for hit in head:
@@ -398,14 +273,8 @@ def _diversify(store: Store, ranked: list[Hit], k: int, threshold: float) -> lis
 def _bump(store: Store, hits: list[Hit]) -> None:
     """Being recalled is being remembered: count the access and restore freshness."""
     now = iso_now()
-    pks = [h.memory.pk for h in hits]
-    marks = ", ".join("?" for _ in pks)
     with store.write():
-        store.execute(
-            "UPDATE memories SET access_count = access_count + 1, last_access_at = ?, decay_score = 1.0 "
-            f"WHERE pk IN ({marks})",
-            [now, *pks],
-        )
+        store.memories.record_access([h.memory.pk for h in hits], now)
     for hit in hits:
         hit.memory.access_count += 1
         hit.memory.last_access_at = now

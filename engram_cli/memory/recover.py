@@ -14,7 +14,6 @@ are cleared; the report counts both.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 from collections import defaultdict
@@ -29,11 +28,12 @@ import numpy as np
 
 from engram_cli.errors import DatabaseDamaged, InvalidInput, ModelError, StoreError
 from engram_cli.memory import records
-from engram_cli.memory.model import passage_text
-from engram_cli.store import vectors
-from engram_cli.store.db import MIGRATIONS_TABLE, Store, connect, connect_read_only
-from engram_cli.store.migrations import MIGRATIONS
+from engram_cli.memory.model import Filters, passage_text
+from engram_cli.store.db import Store, connect, connect_read_only
+from engram_cli.store.memories import MemoryRow
+from engram_cli.store.migrations import MIGRATIONS, MIGRATIONS_TABLE
 from engram_cli.store.salvage import Row, Salvaged, columns_of, salvage
+from engram_cli.store.vectors import table_name
 from engram_cli.timeutil import now as utcnow
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,6 @@ TABLES: list[tuple[str, str]] = [
 ]
 BATCH = 500  # rows per transaction while vectors and keyword rows are written
 EMBED_BATCH = 32
-_VECTOR_ROW = "pk, embedding_model, namespace, status, memory_type, agent_id"
 UNIT_TOLERANCE = 1e-3
 
 
@@ -167,30 +166,21 @@ class _Copier:
         result.read -= result.rejected + result.dropped
         return result
 
-    def insert(self, table: str, columns: list[str], row: Row, verb: str = "INSERT") -> None:
-        marks = ", ".join("?" for _ in columns)
-        names = ", ".join(f'"{c}"' for c in columns)
-        self.dest.execute(f'{verb} INTO "{table}" ({names}) VALUES ({marks})', row)
-
     # -- per table -----------------------------------------------------------------------
 
     def migration(self, columns: list[str], row: Row, result: TableResult) -> None:
         values = dict(zip(columns, row, strict=True))
-        self.dest.execute(
-            f"UPDATE {MIGRATIONS_TABLE} SET applied_at = ? WHERE id = ?", (values.get("applied_at"), values.get("id"))
-        )
+        self.dest.maintenance.set_migration_applied_at(values.get("id"), values.get("applied_at"))
 
     def model(self, columns: list[str], row: Row, result: TableResult) -> None:
         values = dict(zip(columns, row, strict=True))
         model_id, dim = str(values["model_id"]), int(values["dim"])
-        vectors.ensure_table(self.dest, model_id, dim)
-        self.dest.execute(
-            "UPDATE embedding_models SET created_at = ? WHERE model_id = ?", (values["created_at"], model_id)
-        )
+        self.dest.vectors.ensure(model_id, dim)
+        self.dest.vectors.set_created_at(model_id, values["created_at"])
         self.models[model_id] = (dim, str(values["vec_table"]))
 
     def memory(self, columns: list[str], row: Row, result: TableResult) -> None:
-        self.insert("memories", columns, row)
+        self.dest.maintenance.insert_row("memories", columns, row)
         values = dict(zip(columns, row, strict=True))
         self.memory_pks.add(int(values["pk"]))
         self.memory_ids.add(str(values["id"]))
@@ -200,25 +190,17 @@ class _Copier:
             if int(row[columns.index("memory_pk")]) not in self.memory_pks:
                 result.dropped += 1
                 return
-            self.insert(table, columns, row, "INSERT OR IGNORE")
+            self.dest.maintenance.insert_row(table, columns, row, on_conflict="ignore")
 
         return on_row
 
     def plain(self, table: str) -> Callable[[list[str], Row, TableResult], None]:
         def on_row(columns: list[str], row: Row, result: TableResult) -> None:
-            self.insert(table, columns, row, "INSERT OR REPLACE" if table == "settings" else "INSERT")
+            self.dest.maintenance.insert_row(
+                table, columns, row, on_conflict="replace" if table == "settings" else "abort"
+            )
 
         return on_row
-
-    def clear_lost_links(self) -> int:
-        cleared = 0
-        for column in ("superseded_by", "consolidated_into"):
-            self.dest.execute(
-                f"UPDATE memories SET {column} = NULL WHERE {column} IS NOT NULL "
-                f"AND {column} NOT IN (SELECT id FROM memories)"
-            )
-            cleared += self.dest.conn.changes()
-        return cleared
 
     def copy_all(self) -> tuple[list[TableResult], int]:
         handlers: dict[str, Callable[[list[str], Row, TableResult], None]] = {
@@ -227,26 +209,26 @@ class _Copier:
         }  # fmt: skip
         with self.dest.write():
             # superseded_by points at any memory, later rows included: checked once all are in.
-            self.dest.execute("PRAGMA defer_foreign_keys = ON")
+            self.dest.maintenance.defer_foreign_keys()
             results = [self.copy(table, key, handlers.get(table) or self.plain(table)) for table, key in TABLES]
-            cleared = self.clear_lost_links()
+            cleared = self.dest.memories.clear_dangling_links()
         return results, cleared
 
     # -- vectors and keywords ------------------------------------------------------------------
 
     def _old_vector(self, model_id: str, pk: int, dim: int) -> np.ndarray | None:
-        table = self.models.get(model_id, (dim, vectors.table_name(model_id)))[1]
+        table = self.models.get(model_id, (dim, table_name(model_id)))[1]
         if table not in self._present:
-            self._present[table] = self.src.one("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)) is not None
+            self._present[table] = self.src.maintenance.table_exists(table)
         if not self._present[table]:
             return None
         try:
-            row = self.src.one(f'SELECT embedding FROM "{table}" WHERE memory_pk = ?', (pk,))
+            blob = self.src.vectors.blob(table, pk)
         except DatabaseDamaged:
             return None
-        if row is None or not isinstance(row[0], bytes) or len(row[0]) != 4 * dim:
+        if blob is None or len(blob) != 4 * dim:
             return None
-        vector = np.frombuffer(row[0], dtype=np.float32)
+        vector = np.frombuffer(blob, dtype=np.float32)
         # A damaged page inside a chunk of vectors reads without an error, as garbage. Every model
         # engram ships makes unit vectors, so anything else did not come from a model.
         finite = bool(np.all(np.isfinite(vector)))
@@ -271,50 +253,50 @@ class _Copier:
 
         results: dict[str, TableResult] = {}
         missing: dict[str, list[int]] = defaultdict(list)
-        total = int(self.dest.scalar("SELECT count(*) FROM memories WHERE embedding_model IS NOT NULL") or 0)
+        total = self.dest.memories.count_with_vectors()
         done, after = 0, 0
+        everything = Filters(statuses=[])
         # In batches of memories, so a large database is never all in memory at once.
-        while rows := self.dest.rows(f"SELECT {_VECTOR_ROW} FROM memories WHERE embedding_model IS NOT NULL "
-                                     "AND pk > ? ORDER BY pk LIMIT ?", (after, BATCH)):  # fmt: skip
+        while rows := self.dest.memories.scan(everything, with_vectors=True, after=after, limit=BATCH):
             with self.dest.write():
                 for row in rows:
-                    pk, model_id = int(row[0]), str(row[1])
+                    model_id = str(row.model)
                     dim = self.models[model_id][0] if model_id in self.models else model_for(model_id)[2]
-                    result = results.setdefault(model_id, TableResult(vectors.table_name(model_id)))
-                    vector = self._old_vector(model_id, pk, dim)
+                    result = results.setdefault(model_id, TableResult(table_name(model_id)))
+                    vector = self._old_vector(model_id, row.pk, dim)
                     if vector is None:
                         result.lost = (result.lost or 0) + 1
-                        missing[model_id].append(pk)
+                        missing[model_id].append(row.pk)
                         continue
-                    self._put(vectors.ensure_table(self.dest, model_id, dim), row, vector)
+                    self.dest.vectors.ensure(model_id, dim)
+                    self._put(model_id, row, vector)
                     result.read += 1
-            after, done = int(rows[-1][0]), done + len(rows)
+            after, done = rows[-1].pk, done + len(rows)
             if progress:
                 progress(done, total)
         for model_id, pks in missing.items():
             results[model_id].reembedded = self._embed(pks, model_for(model_id))
         return list(results.values())
 
-    def _put(self, table: str, row: Row, vector: np.ndarray) -> None:
-        pk, _, namespace, status, memory_type, agent = row[:6]
-        vectors.put(self.dest, table, int(pk), vector, namespace=namespace, status=status, memory_type=memory_type,
-                    agent=agent)  # fmt: skip
+    def _put(self, model_id: str, row: MemoryRow, vector: np.ndarray) -> None:
+        self.dest.vectors.put(model_id, row.pk, vector, namespace=row.namespace, status=row.status,
+                              memory_type=row.type, agent=row.agent)  # fmt: skip
 
     def _embed(self, pks: list[int], model: tuple[str, EmbedFn, int]) -> int:
         model_id, embed, dim = model
-        table = vectors.ensure_table(self.dest, model_id, dim)
+        self.dest.vectors.ensure(model_id, dim)
         for start in range(0, len(pks), EMBED_BATCH):
-            chunk = pks[start : start + EMBED_BATCH]
-            marks = ", ".join("?" for _ in chunk)
-            rows = self.dest.rows(
-                f"SELECT {_VECTOR_ROW}, content, metadata FROM memories WHERE pk IN ({marks}) ORDER BY pk", chunk
-            )
-            matrix = np.asarray(embed([passage_text(r[6], json.loads(r[7])) for r in rows]), dtype=np.float32)
+            found = self.dest.memories.load_many(pks[start : start + EMBED_BATCH])
+            memories = [found[pk] for pk in sorted(found)]
+            matrix = np.asarray(embed([passage_text(m.content, m.metadata) for m in memories]), dtype=np.float32)
             with self.dest.write():
-                for row, vector in zip(rows, matrix, strict=True):
-                    self._put(table, row, vector)
-                    if row[1] != model_id:
-                        self.dest.execute("UPDATE memories SET embedding_model = ? WHERE pk = ?", (model_id, row[0]))
+                for memory, vector in zip(memories, matrix, strict=True):
+                    self.dest.vectors.put(
+                        model_id, memory.pk, vector, namespace=memory.namespace, status=memory.status,
+                        memory_type=memory.type, agent=memory.agent,
+                    )  # fmt: skip
+                    if memory.embedding_model != model_id:
+                        self.dest.memories.move_to_model(memory.pk, model_id, at=None)
         return len(pks)
 
     def keywords(self) -> int:
@@ -327,27 +309,22 @@ class _Copier:
 
     def lost_memory_ids(self) -> list[str] | None:
         """Ids of memories whose row was lost, read from an index of memories that still reads."""
-        for (index,) in self.src.rows("SELECT name FROM pragma_index_list('memories') WHERE partial = 0"):
-            try:
-                ids = {str(r[0]) for r in self.src.rows(f'SELECT id FROM memories INDEXED BY "{index}"')}
-            except DatabaseDamaged:
-                continue
-            return sorted(ids - self.memory_ids)
-        return None
+        ids = self.src.maintenance.memory_ids_by_index()
+        return None if ids is None else sorted(ids - self.memory_ids)
 
 
 def _newer_schema(src: Store) -> int | None:
     known = max(m.id for m in MIGRATIONS)
     try:
-        newest = src.scalar(f"SELECT max(id) FROM {MIGRATIONS_TABLE}")
+        newest = src.maintenance.newest_migration()
     except (DatabaseDamaged, apsw.SQLError):
         return None
-    return int(newest) if newest is not None and int(newest) > known else None
+    return newest if newest is not None and newest > known else None
 
 
 def _verify(dest: Store) -> None:
-    problems = dest.integrity_problems()
-    problems += [f"{r[0]} row {r[1]}" for r in dest.rows("PRAGMA foreign_key_check")]
+    problems = dest.maintenance.integrity_problems()
+    problems += [f"{table} row {rowid}" for table, rowid, _ in dest.maintenance.foreign_key_problems()]
     if problems:
         raise StoreError(
             f"the recovered database fails SQLite's integrity check ({problems[0]})",

@@ -9,7 +9,6 @@ row is left on another model, the target becomes the database's active model.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,9 +16,7 @@ from typing import Any
 import numpy as np
 
 from engram_cli.errors import InvalidInput
-from engram_cli.memory import records
 from engram_cli.memory.model import passage_text
-from engram_cli.store import vectors
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now
 
@@ -40,12 +37,7 @@ class ReembedReport:
 
 
 def pending(store: Store, model_id: str) -> int:
-    return int(
-        store.scalar(
-            "SELECT count(*) FROM memories WHERE embedding_model IS NOT ? OR embedding_model IS NULL", (model_id,)
-        )
-        or 0
-    )
+    return store.memories.count_not_on_model(model_id)
 
 
 def run(
@@ -64,39 +56,31 @@ def run(
         raise InvalidInput("--limit must be at least 1")
     total = pending(store, model_id)
     goal = total if limit is None else min(total, limit)
-    table = vectors.ensure_table(store, model_id, dim)
+    store.vectors.ensure(model_id, dim)
     if total:
         store.set_setting(TARGET_MODEL_KEY, model_id)
     done = 0
     while done < goal:
-        rows = store.rows(
-            "SELECT pk, id, content, embedding_model, namespace, status, memory_type, agent_id, metadata FROM memories "
-            "WHERE embedding_model IS NOT ? OR embedding_model IS NULL ORDER BY pk LIMIT ?",
-            (model_id, min(batch, goal - done)),
-        )
-        if not rows:
+        memories = store.memories.not_on_model(model_id, min(batch, goal - done))
+        if not memories:
             break
-        matrix = embed([passage_text(r[2], json.loads(r[8])) for r in rows])
+        matrix = embed([passage_text(m.content, m.metadata) for m in memories])
         at = iso_now()
         with store.write():
-            for row, vector in zip(rows, matrix, strict=True):
-                pk, memory_id, _, old_model, namespace, status, mtype, agent, _ = row
-                if old_model:
-                    old_table = vectors.table_for(store, old_model)
-                    if old_table:
-                        vectors.delete(store, old_table, pk)
-                vectors.put(
-                    store, table, pk, vector, namespace=namespace, status=status, memory_type=mtype, agent=agent
-                )
-                store.execute(
-                    "UPDATE memories SET embedding_model = ?, version = version + 1, updated_at = ? WHERE pk = ?",
-                    (model_id, at, pk),
-                )
-                records.add_event(
-                    store, memory_id, "reembedded", at,
-                    before={"embedding_model": old_model}, after={"embedding_model": model_id}, actor="reembed",
+            for memory, vector in zip(memories, matrix, strict=True):
+                if memory.embedding_model:
+                    store.vectors.delete(memory.embedding_model, memory.pk)
+                store.vectors.put(
+                    model_id, memory.pk, vector,
+                    namespace=memory.namespace, status=memory.status, memory_type=memory.type, agent=memory.agent,
                 )  # fmt: skip
-        done += len(rows)
+                store.memories.move_to_model(memory.pk, model_id, at=at)
+                store.events.add(
+                    memory.id, "reembedded", at,
+                    before={"embedding_model": memory.embedding_model}, after={"embedding_model": model_id},
+                    actor="reembed",
+                )  # fmt: skip
+        done += len(memories)
         if progress:
             progress(done, goal)
     remaining = pending(store, model_id)

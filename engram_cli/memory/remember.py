@@ -26,7 +26,7 @@ from engram_cli.memory.model import (
     passage_text,
 )
 from engram_cli.memory.similarity import merge_decision, profile, supersedes
-from engram_cli.store import vectors
+from engram_cli.store.codec import dumps
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now, normalize_iso
 
@@ -211,7 +211,7 @@ def prepare(
     if not isinstance(metadata, Mapping):
         raise InvalidInput("metadata must be an object of key/value pairs")
     try:
-        records.dumps(metadata)
+        dumps(metadata)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"metadata is not JSON-serialisable: {exc}") from exc
     session = fields.get("session")
@@ -250,11 +250,7 @@ class Writer:
     policy: MergePolicy
 
     def _existing(self, item: NewMemory) -> int | None:
-        pk = self.store.scalar(
-            "SELECT pk FROM memories WHERE namespace = ? AND agent_id = ? AND content_hash = ?",
-            (item.namespace, item.agent, item.content_hash),
-        )
-        return None if pk is None else int(pk)
+        return self.store.memories.duplicate_of(item.namespace, item.agent, item.content_hash)
 
     def write_batch(self, items: Sequence[NewMemory]) -> list[AddResult]:
         """Embed what needs a vector (each distinct text once), then write all in one transaction."""
@@ -264,11 +260,11 @@ class Writer:
                 need.setdefault(passage_text(item.content, item.metadata), len(need))
         texts = list(need)
         matrix = self.embed(texts) if texts else np.zeros((0, self.dim), dtype=np.float32)
-        table = vectors.ensure_table(self.store, self.model_id, self.dim)
+        self.store.vectors.ensure(self.model_id, self.dim)
         for attempt in range(MAX_RETRIES):
             try:
                 with self.store.write():
-                    results = [self._write_one(table, item, matrix, need) for item in items]
+                    results = [self._write_one(item, matrix, need) for item in items]
                 for item, result in zip(items, results, strict=True):
                     result.redacted = list(item.redacted)
                 return results
@@ -278,29 +274,30 @@ class Writer:
                 log.info("write conflict, retrying (%d)", attempt + 1)
         raise AssertionError("unreachable")
 
-    def _write_one(self, table: str, item: NewMemory, matrix: np.ndarray, rows: dict[str, int]) -> AddResult:
+    def _write_one(self, item: NewMemory, matrix: np.ndarray, rows: dict[str, int]) -> AddResult:
         now = iso_now()
+        memories = self.store.memories
         existing = self._existing(item)
         if existing is not None:
-            memory = records.load(self.store, existing, with_sources=False)
-            self._fold(memory, item, None, similarity=1.0, table=table, at=now)
-            return AddResult("duplicate", records.load(self.store, existing), similarity=1.0)
+            memory = memories.load(existing, with_sources=False)
+            self._fold(memory, item, None, similarity=1.0, at=now)
+            return AddResult("duplicate", memories.load(existing), similarity=1.0)
         # Not in the batch: it existed when the batch was embedded and was purged since.
         text = passage_text(item.content, item.metadata)
         vector = matrix[rows[text]] if text in rows else self.embed([text])[0]
         kept_apart: tuple[str, float, list[str]] | None = None
         replaced: list[tuple[Memory, str]] = []
         if item.supersedes is not None:
-            target = records.load(self.store, records.resolve_pk(self.store, item.supersedes), with_sources=False)
+            target = memories.load(records.resolve_pk(self.store, item.supersedes), with_sources=False)
             replaced.append((target, "explicit --supersedes"))
         # The nearest active memories of the same namespace and agent, read once for both checks below.
         near: list[tuple[Memory, float]] = []
         if self.policy.enabled or self.policy.supersede:
-            hits = vectors.knn(
-                self.store, table, vector, MERGE_CANDIDATES,
+            hits = self.store.vectors.knn(
+                self.model_id, vector, MERGE_CANDIDATES,
                 namespaces=[item.namespace], statuses=["active"], agent=item.agent,
             )  # fmt: skip
-            found = records.load_many(self.store, [pk for pk, _ in hits])
+            found = memories.load_many([pk for pk, _ in hits])
             near = [(found[pk], similarity) for pk, similarity in hits if pk in found]
         if self.policy.enabled and not replaced and near:
             newcomer = profile(item.content)  # read once for all the neighbours
@@ -310,8 +307,8 @@ class Writer:
                     if blockers and kept_apart is None:
                         kept_apart = (memory.id, round(similarity, 6), blockers)
                     continue
-                self._fold(memory, item, vector, similarity=similarity, table=table, at=now)
-                return AddResult("merged", records.load(self.store, memory.pk), similarity=round(similarity, 6))
+                self._fold(memory, item, vector, similarity=similarity, at=now)
+                return AddResult("merged", memories.load(memory.pk), similarity=round(similarity, 6))
         # An episode records what happened; a later one does not make it untrue, so only
         # facts, procedures and working notes supersede one another by themselves.
         if self.policy.supersede and not replaced and item.type != "episodic":
@@ -325,11 +322,10 @@ class Writer:
         if replaced:
             # A correction is what the user wants remembered now: it gets high priority.
             item.importance = max(item.importance, HIGH_IMPORTANCE)
-        pk = self._insert(table, item, vector, now)
-        new_id = str(self.store.scalar("SELECT id FROM memories WHERE pk = ?", (pk,)))
+        pk, new_id = self._insert(item, vector, now)
         for old, reason in replaced:
             self._supersede(old, new_id, reason, now)
-        result = AddResult("created", records.load(self.store, pk))
+        result = AddResult("created", memories.load(pk))
         result.superseded = [old.id for old, _ in replaced]
         if kept_apart:
             result.similar_id, result.similarity, result.kept_apart_because = kept_apart
@@ -339,41 +335,37 @@ class Writer:
         """The old memory stays, inspectable, but leaves normal recall with half its importance."""
         before = {"status": old.status, "importance": old.importance}
         importance = old.importance / 2
-        records.set_status(self.store, old, "superseded", at, importance=importance, superseded_by=new_id)
-        records.add_event(
-            self.store, old.id, "superseded", at,
+        self.store.memories.set_status(old, "superseded", at, importance=importance, superseded_by=new_id)
+        self.store.events.add(
+            old.id, "superseded", at,
             before=before, after={"status": "superseded", "importance": importance, "superseded_by": new_id},
             note=reason, actor="remember",
         )  # fmt: skip
 
-    def _insert(self, table: str, item: NewMemory, vector: np.ndarray, now: str) -> int:
-        memory_id = records.new_id()
-        self.store.execute(
-            "INSERT INTO memories (id, namespace, agent_id, session_id, memory_type, content, summary, "
-            "content_hash, embedding_model, importance, confidence, decay_score, access_count, "
-            "last_access_at, created_at, updated_at, status, version, metadata) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1.0, 0, NULL, ?, ?, 'active', 1, ?)",
-            (
-                memory_id, item.namespace, item.agent, item.session, item.type, item.content, item.summary,
-                item.content_hash, self.model_id, item.importance, item.confidence, item.created_at, now,
-                records.dumps(item.metadata),
-            ),
+    def _insert(self, item: NewMemory, vector: np.ndarray, now: str) -> tuple[int, str]:
+        """Store a new memory with its tags, source, vector and keyword row; returns its pk and id."""
+        memory = Memory(
+            pk=0, id=records.new_id(), namespace=item.namespace, agent=item.agent, session=item.session,
+            type=item.type, content=item.content, summary=item.summary, content_hash=item.content_hash,
+            embedding_model=self.model_id, importance=item.importance, confidence=item.confidence, decay_score=1.0,
+            access_count=0, last_access_at=None, created_at=item.created_at, updated_at=now, status="active",
+            version=1, superseded_by=None, consolidated_into=None, metadata=item.metadata,
         )  # fmt: skip
-        pk = int(self.store.conn.last_insert_rowid())
-        records.add_tags(self.store, pk, item.tags)
-        records.add_source(self.store, pk, item.source, now)
-        vectors.put(
-            self.store, table, pk, vector,
+        pk = self.store.memories.insert(memory)
+        self.store.memories.add_tags(pk, item.tags)
+        self.store.sources.add(pk, item.source, now)
+        self.store.vectors.put(
+            self.model_id, pk, vector,
             namespace=item.namespace, status="active", memory_type=item.type, agent=item.agent,
         )  # fmt: skip
         records.reindex(self.store, pk)
-        records.add_event(
-            self.store, memory_id, "created", now,
+        self.store.events.add(
+            memory.id, "created", now,
             after={"importance": item.importance, "type": item.type, "namespace": item.namespace,
                    "agent": item.agent, "source": item.source.kind},
             actor=item.source.kind,
         )  # fmt: skip
-        return pk
+        return pk, memory.id
 
     def _fold(
         self,
@@ -382,7 +374,6 @@ class Writer:
         vector: np.ndarray | None,
         *,
         similarity: float,
-        table: str,
         at: str,
     ) -> None:
         """Fold a duplicate or near-duplicate into an existing memory, losing nothing.
@@ -411,9 +402,7 @@ class Writer:
         if take_new:
             before["content"] = memory.content
             # Sources whose content is NULL meant "the current wording": pin the old one.
-            self.store.execute(
-                "UPDATE sources SET content = ? WHERE memory_pk = ? AND content IS NULL", (memory.content, memory.pk)
-            )
+            self.store.sources.pin_wording(memory.pk, memory.content)
             changes.update(content=item.content, content_hash=item.content_hash, embedding_model=self.model_id)
             if item.summary:
                 changes["summary"] = item.summary
@@ -421,23 +410,19 @@ class Writer:
         for key, value in item.metadata.items():
             merged_meta.setdefault(key, value)
         if merged_meta != memory.metadata:
-            changes["metadata"] = records.dumps(merged_meta)
-        records.update(self.store, memory, at, **changes)
+            changes["metadata"] = merged_meta
+        self.store.memories.update(memory, at, **changes)
         if "status" in changes and memory.embedding_model:
-            old_table = vectors.table_for(self.store, memory.embedding_model)
-            if old_table:
-                vectors.set_status(self.store, old_table, memory.pk, "active")
+            self.store.vectors.set_status(memory.embedding_model, memory.pk, "active")
         if take_new:
             assert vector is not None
             if memory.embedding_model and memory.embedding_model != self.model_id:
-                old_table = vectors.table_for(self.store, memory.embedding_model)
-                if old_table:
-                    vectors.delete(self.store, old_table, memory.pk)
-            vectors.put(
-                self.store, table, memory.pk, vector,
+                self.store.vectors.delete(memory.embedding_model, memory.pk)
+            self.store.vectors.put(
+                self.model_id, memory.pk, vector,
                 namespace=memory.namespace, status="active", memory_type=memory.type, agent=memory.agent,
             )  # fmt: skip
-        records.add_tags(self.store, memory.pk, item.tags)
+        self.store.memories.add_tags(memory.pk, item.tags)
         source = Source(
             kind=item.source.kind,
             ref=item.source.ref,
@@ -447,24 +432,17 @@ class Writer:
             content=None if (exact or take_new) else item.content,
             metadata={**item.metadata, **item.source.metadata},
         )
-        if not self._has_source(memory.pk, source):
-            records.add_source(self.store, memory.pk, source, at)
+        if not self.store.sources.has(memory.pk, source):
+            self.store.sources.add(memory.pk, source, at)
         records.reindex(self.store, memory.pk)
         after = {k: v for k, v in changes.items() if k not in ("content_hash", "metadata", "last_access_at")}
-        records.add_event(
-            self.store, memory.id, "merged", at,
+        self.store.events.add(
+            memory.id, "merged", at,
             before=before, after=after,
             note=("exact duplicate" if exact else f"near duplicate, cosine {similarity:.4f}")
             + ("; took the new wording" if take_new else ""),
             actor=item.source.kind,
         )  # fmt: skip
-
-    def _has_source(self, pk: int, source: Source) -> bool:
-        row = self.store.one(
-            "SELECT 1 FROM sources WHERE memory_pk = ? AND kind = ? AND ref IS ? AND message_id IS ? AND content IS ?",
-            (pk, source.kind, source.ref, source.message_id, source.content),
-        )
-        return row is not None
 
 
 def chunked(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
@@ -499,25 +477,17 @@ def rewrite(
     content_hash = textmod.content_hash(content)
     if content_hash == memory.content_hash:
         return False
-    taken = store.scalar(
-        "SELECT 1 FROM memories WHERE namespace = ? AND agent_id = ? AND content_hash = ? AND pk != ?",
-        (memory.namespace, memory.agent, content_hash, memory.pk),
-    )
-    if taken:
+    if store.memories.duplicate_of(memory.namespace, memory.agent, content_hash, other_than=memory.pk) is not None:
         return False
     before = {"content": memory.content}
-    records.update(store, memory, at, content=content, content_hash=content_hash, embedding_model=model_id)
+    store.memories.update(memory, at, content=content, content_hash=content_hash, embedding_model=model_id)
     if memory.embedding_model and memory.embedding_model != model_id:
-        old_table = vectors.table_for(store, memory.embedding_model)
-        if old_table:
-            vectors.delete(store, old_table, memory.pk)
-    table = vectors.ensure_table(store, model_id, dim)
-    vectors.put(
-        store, table, memory.pk, vector,
+        store.vectors.delete(memory.embedding_model, memory.pk)
+    store.vectors.ensure(model_id, dim)
+    store.vectors.put(
+        model_id, memory.pk, vector,
         namespace=memory.namespace, status=memory.status, memory_type=memory.type, agent=memory.agent,
     )  # fmt: skip
     records.reindex(store, memory.pk)
-    records.add_event(
-        store, memory.id, "updated", at, before=before, after={"content": content}, note=note, actor=actor
-    )
+    store.events.add(memory.id, "updated", at, before=before, after={"content": content}, note=note, actor=actor)
     return True

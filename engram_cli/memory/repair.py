@@ -31,7 +31,7 @@ from engram_cli.lang import text as textmod
 from engram_cli.memory import records
 from engram_cli.memory.model import Memory, passage_text
 from engram_cli.memory.remember import chunked
-from engram_cli.store import vectors
+from engram_cli.store.codec import dumps
 from engram_cli.store.db import Store
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ def redact_value(raw: str | None, kind: str, *, contact: bool = False) -> tuple[
             data, key_kinds = _redact_keys(data, contact)
             data, kinds = redactmod.redact_data(data, contact=contact)
             kinds = key_kinds + kinds
-            return (records.dumps(data) if kinds else raw), kinds
+            return (dumps(data) if kinds else raw), kinds
     text, found = redactmod.redact(raw, contact=contact)
     return text, [f.kind for f in found]
 
@@ -93,12 +93,11 @@ def scrub(store: Store) -> bool:
     they are merged; secure_delete then zeroes the pages that frees. Runs after the caller's
     transaction has committed; False when another connection kept the WAL busy.
     """
-    with store.write():
-        store.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
-    busy, _, _ = store.one("PRAGMA wal_checkpoint(TRUNCATE)") or (0, 0, 0)
-    if busy:
+    store.keywords.optimize()
+    emptied = store.maintenance.checkpoint()
+    if not emptied:
         log.warning("another connection kept the WAL busy; old pages leave it at the next checkpoint")
-    return not busy
+    return emptied
 
 
 @dataclass(frozen=True)
@@ -119,7 +118,7 @@ class Work:
     missing_fts: list[int] = field(default_factory=list)
     missing_vectors: list[int] = field(default_factory=list)
     outdated_vectors: list[int] = field(default_factory=list)
-    orphan_vectors: dict[str, list[int]] = field(default_factory=dict)  # vec table -> memory pks
+    orphan_vectors: dict[str, list[int]] = field(default_factory=dict)  # model id -> memory pks
     orphan_fts: list[int] = field(default_factory=list)
     exact_groups: list[list[int]] = field(default_factory=list)
 
@@ -167,24 +166,22 @@ class Repairer:
 
     def put_vector(self, memory: Memory, vector: np.ndarray, model_id: str, dim: int) -> None:
         """Store a memory's vector in ``model_id``'s table, moving it there if it was elsewhere."""
-        table = vectors.ensure_table(self.store, model_id, dim)
+        self.store.vectors.ensure(model_id, dim)
         if memory.embedding_model and memory.embedding_model != model_id:
-            old = vectors.table_for(self.store, memory.embedding_model)
-            if old:
-                vectors.delete(self.store, old, memory.pk)
-        vectors.put(
-            self.store, table, memory.pk, vector,
+            self.store.vectors.delete(memory.embedding_model, memory.pk)
+        self.store.vectors.put(
+            model_id, memory.pk, vector,
             namespace=memory.namespace, status=memory.status, memory_type=memory.type, agent=memory.agent,
         )  # fmt: skip
         if memory.embedding_model != model_id:
-            records.update(self.store, memory, self.at, embedding_model=model_id)
+            self.store.memories.update(memory, self.at, embedding_model=model_id)
             memory.embedding_model = model_id
 
     # -- secrets ----------------------------------------------------------------------------
 
-    def _redact(self, table: str, row: Sequence[Any]) -> tuple[dict[str, str | None], list[str]]:
+    def _redact(self, table: str, row: Sequence[Any]) -> tuple[dict[str, Any], list[str]]:
         """The changed columns of one row (read in ``self.columns[table]`` order), and the kinds found."""
-        changes: dict[str, str | None] = {}
+        changes: dict[str, Any] = {}
         kinds: list[str] = []
         for (column, kind), raw in zip(self.columns[table].items(), row, strict=True):
             value, found = redact_value(raw, kind, contact=self.contact)
@@ -195,14 +192,18 @@ class Repairer:
 
     def redact_memory(self, pk: int) -> list[str]:
         """Redact one memory everywhere it is written; returns the kinds redacted (none if it vanished)."""
+        memories = self.store.memories
         with self.store.write():
-            if self.store.scalar("SELECT 1 FROM memories WHERE pk = ?", (pk,)) is None:
+            if not memories.exists(pk):
                 return []
-            memory = records.load(self.store, pk, with_sources=False)
-            row = self.store.one(f"SELECT {', '.join(self.columns['memories'])} FROM memories WHERE pk = ?", (pk,))
-            assert row is not None
+            memory = memories.load(pk, with_sources=False)
+            ((_, *row),) = self.store.maintenance.text_rows(
+                "memories", list(self.columns["memories"]), by="pk", keys=[pk], key="pk"
+            )
             changes, kinds = self._redact("memories", row)
             fields = list(changes)
+            if "metadata" in changes:
+                changes["metadata"] = json.loads(str(changes["metadata"]))
             content = changes.get("content")
             if content is not None:
                 changes["content_hash"] = textmod.content_hash(content)
@@ -216,25 +217,22 @@ class Repairer:
                     fields.append(place)
             # What the fold below and the vector read: the redacted values.
             old_passage = passage_text(memory.content, memory.metadata)
-            memory.tags = records.tags_of(self.store, pk)
+            memory.tags = memories.tags_of(pk)
             if "metadata" in changes:
-                memory.metadata = json.loads(str(changes["metadata"]))
+                memory.metadata = changes["metadata"]
             twin = None
             if content is not None:
-                twin = self.store.scalar(
-                    "SELECT pk FROM memories WHERE namespace = ? AND agent_id = ? AND content_hash = ? AND pk != ?",
-                    (memory.namespace, memory.agent, changes["content_hash"], pk),
-                )
+                twin = memories.duplicate_of(memory.namespace, memory.agent, changes["content_hash"], other_than=pk)
             if content is not None and twin is not None:
                 # Redacted, it reads exactly like another memory: fold it into that one.
                 rest = {k: v for k, v in changes.items() if k not in ("content", "content_hash")}
-                records.update(self.store, memory, self.at, **rest)
-                survivor = records.load(self.store, int(twin), with_sources=False)
+                memories.update(memory, self.at, **rest)
+                survivor = memories.load(twin, with_sources=False)
                 self.fold(survivor, memory, wording=content, why="the same text once its secrets were redacted")
                 self._redaction_event(survivor.id, kinds, fields, f"folded in {memory.id[:8]}")
                 self.redacted_ids.add(memory.id)
                 return kinds
-            records.update(self.store, memory, self.at, **changes)
+            memories.update(memory, self.at, **changes)
             records.reindex(self.store, pk)
             if content is not None:
                 memory.content = content
@@ -249,52 +247,48 @@ class Repairer:
     def _redaction_event(self, memory_id: str, kinds: list[str], fields: list[str], extra: str | None) -> None:
         # The event says what was redacted and where, never the value.
         note = "secrets and personal data redacted by audit" + (f"; {extra}" if extra else "")
-        records.add_event(
-            self.store, memory_id, "updated", self.at,
+        self.store.events.add(
+            memory_id, "updated", self.at,
             after={"redacted": sorted(set(kinds)), "fields": sorted(set(fields))}, note=note, actor="audit",
         )  # fmt: skip
 
     def _redact_tags(self, pk: int) -> list[str]:
         kinds: list[str] = []
-        for (tag,) in self.store.rows("SELECT tag FROM tags WHERE memory_pk = ?", (pk,)):
+        for tag in self.store.memories.tags_of(pk):
             changes, found = self._redact("tags", (tag,))
             if found:
                 kinds.extend(found)
                 # The tag is part of the key: replace the row (two tags may now read the same).
-                self.store.execute("DELETE FROM tags WHERE memory_pk = ? AND tag = ?", (pk, tag))
-                records.add_tags(self.store, pk, [str(changes["tag"])])
+                self.store.memories.remove_tag(pk, tag)
+                self.store.memories.add_tags(pk, [str(changes["tag"])])
         return kinds
 
     def _redact_sources(self, pk: int) -> list[str]:
         columns = list(self.columns["sources"])
         kinds: list[str] = []
-        for source_pk, *values in self.store.rows(
-            f"SELECT pk, {', '.join(columns)} FROM sources WHERE memory_pk = ?", (pk,)
+        for source_pk, *values in self.store.maintenance.text_rows(
+            "sources", columns, by="memory_pk", keys=[pk], key="pk"
         ):
             changes, found = self._redact("sources", values)
             if found:
                 kinds.extend(found)
-                sets = ", ".join(f"{column} = ?" for column in changes)
-                self.store.execute(f"UPDATE sources SET {sets} WHERE pk = ?", (*changes.values(), source_pk))
+                self.store.maintenance.rewrite("sources", "pk", source_pk, changes)
         return kinds
 
     def _redact_events(self, memory_id: str | None, event_pks: Sequence[int] = ()) -> list[str]:
         """Redact the events of one memory, or the given events."""
-        select = f"SELECT pk, memory_id, {', '.join(self.columns['events'])} FROM events"
+        columns = ["memory_id", *self.columns["events"]]
         if memory_id is not None:
-            found = self.store.rows(f"{select} WHERE memory_id = ?", (memory_id,))
+            found = self.store.maintenance.text_rows("events", columns, by="memory_id", keys=[memory_id], key="pk")
         else:
-            found = []
-            for chunk in chunked(event_pks, CHUNK):
-                found.extend(self.store.rows(f"{select} WHERE pk IN ({', '.join('?' * len(chunk))})", chunk))
+            found = self.store.maintenance.text_rows("events", columns, by="pk", keys=event_pks, key="pk")
         kinds: list[str] = []
         for event_pk, owner, *values in found:
             changes, found_here = self._redact("events", values)
             if found_here:
                 kinds.extend(found_here)
                 self.redacted_ids.add(str(owner))
-                sets = ", ".join(f"{column} = ?" for column in changes)
-                self.store.execute(f"UPDATE events SET {sets} WHERE pk = ?", (*changes.values(), event_pk))
+                self.store.maintenance.rewrite("events", "pk", event_pk, changes)
         return kinds
 
     def redact_events(self, event_pks: Sequence[int]) -> list[str]:
@@ -308,10 +302,7 @@ class Repairer:
         kinds: list[str] = []
         for chunk in chunked(rowids, CHUNK):
             with self.store.write():
-                for rowid, *values in self.store.rows(
-                    f"SELECT rowid, {', '.join(columns)} FROM {table} WHERE rowid IN ({', '.join('?' * len(chunk))})",
-                    chunk,
-                ):
+                for rowid, *values in self.store.maintenance.text_rows(table, columns, by="rowid", keys=chunk):
                     changes, found = self._redact(table, values)
                     if not found:
                         continue
@@ -319,10 +310,7 @@ class Repairer:
                     self.redacted_rows[table] += 1
                     # Some of these columns are keys (a cursor's path, an item's key): a row that already has
                     # the redacted key gives way to this one, which a re-read of the log would rewrite anyway.
-                    sets = ", ".join(f"{column} = ?" for column in changes)
-                    self.store.execute(
-                        f"UPDATE OR REPLACE {table} SET {sets} WHERE rowid = ?", (*changes.values(), rowid)
-                    )
+                    self.store.maintenance.rewrite(table, "rowid", rowid, changes, replace=True)
         return kinds
 
     # -- duplicates -------------------------------------------------------------------------
@@ -346,38 +334,30 @@ class Repairer:
             "decay_score": max(survivor.decay_score, duplicate.decay_score),
             "access_count": survivor.access_count + duplicate.access_count,
             "last_access_at": last,
-            "metadata": records.dumps(metadata),
+            "metadata": metadata,
         }
-        records.update(self.store, survivor, self.at, **changes)
-        records.add_tags(self.store, survivor.pk, duplicate.tags)
+        self.store.memories.update(survivor, self.at, **changes)
+        self.store.memories.add_tags(survivor.pk, duplicate.tags)
         # NULL source content meant "the current wording": pin the duplicate's before moving them.
-        self.store.execute(
-            "UPDATE sources SET content = ? WHERE memory_pk = ? AND content IS NULL", (wording, duplicate.pk)
-        )
-        self.store.execute("UPDATE sources SET memory_pk = ? WHERE memory_pk = ?", (survivor.pk, duplicate.pk))
-        for column in ("superseded_by", "consolidated_into"):
-            self.store.execute(f"UPDATE memories SET {column} = ? WHERE {column} = ?", (survivor.id, duplicate.id))
-        if duplicate.embedding_model:
-            table = vectors.table_for(self.store, duplicate.embedding_model)
-            if table:
-                vectors.delete(self.store, table, duplicate.pk)
-        self.store.execute("DELETE FROM memory_fts WHERE rowid = ?", (duplicate.pk,))
-        self.store.execute("DELETE FROM memories WHERE pk = ?", (duplicate.pk,))
+        self.store.sources.pin_wording(duplicate.pk, wording)
+        self.store.sources.move(duplicate.pk, survivor.pk)
+        self.store.memories.relink(duplicate.id, survivor.id)
+        self.store.memories.delete(duplicate)
         records.reindex(self.store, survivor.pk)
-        records.add_event(
-            self.store, survivor.id, "merged", self.at,
+        self.store.events.add(
+            survivor.id, "merged", self.at,
             before=before, after={k: changes[k] for k in ("importance", "access_count")},
             note=f"{duplicate.id[:8]} folded in by audit: {why}", actor="audit",
         )  # fmt: skip
-        records.add_event(
-            self.store, duplicate.id, "deleted", self.at,
+        self.store.events.add(
+            duplicate.id, "deleted", self.at,
             note=f"merged into {survivor.id} by audit: {why}", actor="audit",
         )  # fmt: skip
 
     def merge_group(self, pks: list[int]) -> int:
         """Fold a group of same-words memories into the most important (then oldest); returns rows removed."""
         with self.store.write():
-            members = [m for m in records.load_many(self.store, pks).values() if m.status == "active"]
+            members = [m for m in self.store.memories.load_many(pks).values() if m.status == "active"]
             if len(members) < 2:
                 return 0
             members.sort(key=lambda m: (-m.importance, m.created_at, m.pk))
@@ -387,7 +367,7 @@ class Repairer:
             for duplicate in members[1:]:
                 if duplicate.agent != first.agent or textmod.analyze(duplicate.content) != words:
                     continue  # changed since the audit read it
-                survivor = records.load(self.store, first.pk, with_sources=False)
+                survivor = self.store.memories.load(first.pk, with_sources=False)
                 self.fold(survivor, duplicate, wording=duplicate.content, why="exact duplicate (same words)")
                 removed += 1
             return removed
@@ -399,7 +379,7 @@ class Repairer:
         for chunk in chunked(pks, CHUNK):
             with self.store.write():
                 for pk in chunk:
-                    if self.store.scalar("SELECT 1 FROM memories WHERE pk = ?", (pk,)) is not None:
+                    if self.store.memories.exists(pk):
                         records.reindex(self.store, pk)
                         done += 1
         return done
@@ -408,14 +388,14 @@ class Repairer:
         done = 0
         for chunk in chunked(pks, EMBED_BATCH):
             by_model: dict[str, list[Memory]] = defaultdict(list)
-            for memory in records.load_many(self.store, list(chunk)).values():
+            for memory in self.store.memories.load_many(list(chunk)).values():
                 by_model[self.model_for(memory.embedding_model)[0]].append(memory)
             for batch in by_model.values():
                 model_id, embed, dim = self.model_for(batch[0].embedding_model)
                 matrix = np.asarray(embed([passage_text(m.content, m.metadata) for m in batch]), dtype=np.float32)
                 with self.store.write():
                     for memory, vector in zip(batch, matrix, strict=True):
-                        current = records.load_many(self.store, [memory.pk]).get(memory.pk)
+                        current = self.store.memories.load_many([memory.pk]).get(memory.pk)
                         if current is None or current.content != memory.content:
                             continue  # purged or rewritten since: its writer took care of the vector
                         self.put_vector(current, vector, model_id, dim)
@@ -427,30 +407,30 @@ class Repairer:
         done = 0
         for chunk in chunked(pks, CHUNK):
             with self.store.write():
-                for memory in records.load_many(self.store, list(chunk)).values():
-                    table = vectors.table_for(self.store, memory.embedding_model or "")
-                    held = vectors.get(self.store, table, [memory.pk]) if table else {}
-                    if table and memory.pk in held:
-                        vectors.put(
-                            self.store, table, memory.pk, held[memory.pk], namespace=memory.namespace,
+                for memory in self.store.memories.load_many(list(chunk)).values():
+                    model_id = memory.embedding_model or ""
+                    held = self.store.vectors.get(model_id, [memory.pk]) if model_id else {}
+                    if memory.pk in held:
+                        self.store.vectors.put(
+                            model_id, memory.pk, held[memory.pk], namespace=memory.namespace,
                             status=memory.status, memory_type=memory.type, agent=memory.agent,
                         )  # fmt: skip
                         done += 1
         return done
 
     def remove_orphans(self, vector_rows: dict[str, list[int]], fts_rows: list[int]) -> int:
+        """Remove vectors (model id -> pks) and keyword rows whose memory is gone or belongs elsewhere."""
         removed = 0
         with self.store.write():
-            for table, pks in vector_rows.items():
+            for model_id, pks in vector_rows.items():
                 for pk in pks:
                     # Checked again inside the transaction: a writer may have just made it.
-                    owner = self.store.scalar("SELECT embedding_model FROM memories WHERE pk = ?", (pk,))
-                    if owner is None or vectors.table_for(self.store, str(owner)) != table:
-                        vectors.delete(self.store, table, pk)
+                    if self.store.memories.model_of(pk) != model_id:
+                        self.store.vectors.delete(model_id, pk)
                         removed += 1
             for pk in fts_rows:
-                if self.store.scalar("SELECT 1 FROM memories WHERE pk = ?", (pk,)) is None:
-                    self.store.execute("DELETE FROM memory_fts WHERE rowid = ?", (pk,))
+                if not self.store.memories.exists(pk):
+                    self.store.keywords.delete(pk)
                     removed += 1
         return removed
 

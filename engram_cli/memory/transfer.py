@@ -25,9 +25,15 @@ from engram_cli.errors import InvalidInput
 from engram_cli.lang import redact as redactmod
 from engram_cli.lang import text as textmod
 from engram_cli.memory import records, remember
-from engram_cli.memory.model import MEMORY_TYPES, STATUSES, Source, normalize_name, normalize_namespace
-from engram_cli.memory.recall import Filters
-from engram_cli.store import vectors
+from engram_cli.memory.model import (
+    MEMORY_TYPES,
+    STATUSES,
+    Filters,
+    Memory,
+    Source,
+    normalize_name,
+    normalize_namespace,
+)
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now, normalize_iso
 
@@ -43,23 +49,21 @@ MINIMAL_FIELDS = (*(f for f in remember.FIELDS if f != "supersedes"), "at")
 
 def export(store: Store, filters: Filters, *, with_vectors: bool = False) -> Iterator[dict[str, Any]]:
     """Every memory that passes ``filters`` (all statuses unless restricted), oldest first."""
-    where, params = filters.sql("m")
-    pks = [int(r[0]) for r in store.rows(f"SELECT m.pk FROM memories m WHERE {where} ORDER BY m.pk", params)]
+    pks = store.memories.pks(filters, order="pk")
     for start in range(0, len(pks), BATCH):
         chunk = pks[start : start + BATCH]
         with store.read():
-            found = records.load_many(store, chunk, with_sources=True)
+            found = store.memories.load_many(chunk, with_sources=True)
             for pk in chunk:
                 memory = found.get(pk)
                 if memory is None:
                     continue
                 line = memory.to_dict()
-                line["events"] = [e.to_dict() for e in records.events_of(store, memory.id)]
+                line["events"] = [e.to_dict() for e in store.events.of(memory.id)]
                 for event in line["events"]:
                     del event["memory_id"]
                 if with_vectors and memory.embedding_model:
-                    table = vectors.table_for(store, memory.embedding_model)
-                    got = vectors.get(store, table, [pk]) if table else {}
+                    got = store.vectors.get(memory.embedding_model, [pk])
                     if pk in got:
                         raw = np.asarray(got[pk], dtype="<f4").tobytes()
                         line["vector"] = {"model": memory.embedding_model, "dim": len(got[pk]),
@@ -297,35 +301,27 @@ def import_lines(
                         report.skipped_existing += 1
         with store.write():
             for memory_id, superseded_by, consolidated_into in links:
-                store.execute(
-                    "UPDATE memories SET superseded_by = (SELECT id FROM memories WHERE id = ?), "
-                    "consolidated_into = (SELECT id FROM memories WHERE id = ?) WHERE id = ?",
-                    (superseded_by, consolidated_into, memory_id),
-                )
+                store.memories.link(memory_id, superseded_by, consolidated_into)
     return report
 
 
 def _insert(store: Store, d: dict[str, Any], vector: np.ndarray, model: str, dim: int) -> bool:
     content = textmod.normalize(d["content"])
     digest = textmod.content_hash(content)
-    if store.one(
-        "SELECT 1 FROM memories WHERE id = ? OR (namespace = ? AND agent_id = ? AND content_hash = ?)",
-        (d["id"], d["namespace"], d["agent"], digest),
-    ):
+    if store.memories.known(d["id"], d["namespace"], d["agent"], digest):
         return False
-    store.execute(
-        "INSERT INTO memories (id, namespace, agent_id, session_id, memory_type, content, summary, content_hash, "
-        "embedding_model, importance, confidence, decay_score, access_count, last_access_at, created_at, updated_at, "
-        "status, version, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            d["id"], d["namespace"], d["agent"], d.get("session"), d["type"], content, d.get("summary"), digest,
-            model, float(d.get("importance", 0.5)), float(d.get("confidence", 1.0)), float(d.get("decay_score", 1.0)),
-            int(d.get("access_count", 0)), d.get("last_access_at"), d["created_at"], d["updated_at"], d["status"],
-            int(d.get("version", 1)), records.dumps(d.get("metadata") or {}),
-        ),
+    memory = Memory(
+        pk=0, id=d["id"], namespace=d["namespace"], agent=d["agent"], session=d.get("session"), type=d["type"],
+        content=content, summary=d.get("summary"), content_hash=digest, embedding_model=model,
+        importance=float(d.get("importance", 0.5)), confidence=float(d.get("confidence", 1.0)),
+        decay_score=float(d.get("decay_score", 1.0)), access_count=int(d.get("access_count", 0)),
+        last_access_at=d.get("last_access_at"), created_at=d["created_at"], updated_at=d["updated_at"],
+        status=d["status"], version=int(d.get("version", 1)),
+        # Links are set once every line is in: they may name a memory of a later line.
+        superseded_by=None, consolidated_into=None, metadata=d.get("metadata") or {},
     )  # fmt: skip
-    pk = int(store.conn.last_insert_rowid())
-    records.add_tags(store, pk, [str(t).strip().lower() for t in d.get("tags", []) if str(t).strip()])
+    pk = store.memories.insert(memory)
+    store.memories.add_tags(pk, [str(t).strip().lower() for t in d.get("tags", []) if str(t).strip()])
     for s in d.get("sources", []):
         if isinstance(s, dict) and s.get("kind"):
             source = Source(
@@ -336,12 +332,12 @@ def _insert(store: Store, d: dict[str, Any], vector: np.ndarray, model: str, dim
                 content=s.get("content"),
                 metadata=s.get("metadata") or {},
             )
-            records.add_source(store, pk, source, str(s.get("created_at") or d["created_at"]))  # fmt: skip
-    table = vectors.ensure_table(store, model, dim)
-    vectors.put(store, table, pk, vector, namespace=d["namespace"], status=d["status"], memory_type=d["type"],
-                agent=d["agent"])  # fmt: skip
+            store.sources.add(pk, source, str(s.get("created_at") or d["created_at"]))
+    store.vectors.ensure(model, dim)
+    store.vectors.put(model, pk, vector, namespace=d["namespace"], status=d["status"], memory_type=d["type"],
+                      agent=d["agent"])  # fmt: skip
     records.reindex(store, pk)
     for e in d.get("events", []):
-        records.add_event(store, d["id"], e["kind"], e["at"], before=e.get("before"), after=e.get("after"),
-                          note=e.get("note"), actor=e.get("actor"))  # fmt: skip
+        store.events.add(d["id"], e["kind"], e["at"], before=e.get("before"), after=e.get("after"),
+                         note=e.get("note"), actor=e.get("actor"))  # fmt: skip
     return True

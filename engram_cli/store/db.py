@@ -16,12 +16,18 @@ import apsw
 
 from engram_cli.config.settings import Settings
 from engram_cli.errors import DatabaseDamaged, EngramError, ReadOnlyDatabase, StoreError
-from engram_cli.store.migrations import MIGRATIONS, Migration
+from engram_cli.store.events import Events
+from engram_cli.store.ingest_state import IngestState
+from engram_cli.store.keywords import Keywords
+from engram_cli.store.maintenance import Maintenance
+from engram_cli.store.memories import Memories
+from engram_cli.store.migrations import MIGRATIONS, MIGRATIONS_TABLE, Migration
+from engram_cli.store.sources import Sources
+from engram_cli.store.vectors import Vectors
 from engram_cli.timeutil import iso_now
 
 log = logging.getLogger(__name__)
 
-MIGRATIONS_TABLE = "schema_migrations"
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 # sqlite-vec reports a vector or metadata chunk it cannot read as a plain SQLITE_ERROR with
@@ -123,6 +129,11 @@ def _cursors_for(store: Store) -> Callable[[apsw.Connection], apsw.Cursor]:
 class Store:
     """An open engram database: one apsw connection with sqlite-vec loaded.
 
+    The engine reads and writes through the repositories it exposes, one per area:
+    ``memories`` (rows, tags, selection by Filters), ``sources``, ``events``, ``keywords`` (the
+    FTS5 index), ``vectors`` (a vec0 table per model) and ``maintenance`` (integrity, the WAL,
+    tables by name). They hold every SQL statement; the engine holds the decisions.
+
     Every query raises :class:`DatabaseDamaged` for pages that cannot be read and
     :class:`ReadOnlyDatabase` for a write SQLite refuses, never a raw apsw error.
     ``read_only`` says why the file was opened read-only (None when it is writable); ``damage``
@@ -137,6 +148,13 @@ class Store:
         self.damage: DatabaseDamaged | None = None
         self._depth = 0
         conn.cursor_factory = _cursors_for(self)
+        self.memories = Memories(self)
+        self.sources = Sources(self)
+        self.events = Events(self)
+        self.keywords = Keywords(self)
+        self.vectors = Vectors(self)
+        self.maintenance = Maintenance(self)
+        self.ingest = IngestState(self)
 
     # -- queries ---------------------------------------------------------------------
 
@@ -165,15 +183,17 @@ class Store:
     @contextlib.contextmanager
     def write(self) -> Iterator[Store]:
         """A write transaction. BEGIN IMMEDIATE takes the write lock up front, so two
-        writers queue on the busy timeout instead of failing half-way. Nested use joins
-        the outer transaction."""
+        writers queue on the busy timeout instead of failing half-way.
+
+        Nested use is a SAVEPOINT inside the outer transaction: an exception that leaves the
+        inner block rolls back the inner block's changes only, so a retry inside an outer
+        transaction (a write conflict retried within an ingest file's transaction) never undoes
+        work it does not own. The outer transaction still decides whether anything is committed.
+        """
         self.require_writable()
         if self._depth:
-            self._depth += 1
-            try:
+            with self._savepoint():
                 yield self
-            finally:
-                self._depth -= 1
             return
         try:
             self.conn.execute("BEGIN IMMEDIATE")
@@ -196,11 +216,34 @@ class Store:
             self._rollback()
             raise
 
+    @contextlib.contextmanager
+    def _savepoint(self) -> Iterator[None]:
+        name = f"engram_{self._depth}"
+        self.conn.execute(f"SAVEPOINT {name}")
+        self._depth += 1
+        try:
+            yield
+        except BaseException:
+            self._depth -= 1
+            # ROLLBACK TO keeps the savepoint open, RELEASE then closes it. Some errors (a full disk,
+            # an I/O error) make SQLite roll back the whole transaction, savepoints and all; then
+            # neither statement has anything to act on, and the error that got us here is the one
+            # to report.
+            with contextlib.suppress(apsw.Error, EngramError):
+                self.conn.execute(f"ROLLBACK TO {name}")
+                self.conn.execute(f"RELEASE {name}")
+            self.vectors.forget()
+            raise
+        self._depth -= 1
+        self.conn.execute(f"RELEASE {name}")
+
     def _rollback(self) -> None:
         # On a damaged file ROLLBACK itself may fail; the error that got us here is the one to report.
         if not self.conn.getautocommit():
             with contextlib.suppress(apsw.Error, EngramError):
                 self.conn.execute("ROLLBACK")
+        # Also when SQLite rolled back by itself (a full disk): a vector table made meanwhile is gone.
+        self.vectors.forget()
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Store]:
@@ -219,7 +262,8 @@ class Store:
             with contextlib.suppress(DatabaseDamaged):
                 if not self.conn.getautocommit():
                     self.conn.execute("COMMIT")
-            self._rollback()
+            if not self.conn.getautocommit():
+                self._rollback()
 
     # -- settings --------------------------------------------------------------------
 
@@ -241,22 +285,6 @@ class Store:
 
     def schema_version(self) -> int:
         return int(self.scalar(f"SELECT coalesce(max(id), 0) FROM {MIGRATIONS_TABLE}") or 0)
-
-    def integrity_problems(self, quick: bool = False) -> list[str]:
-        """What ``PRAGMA integrity_check`` (or ``quick_check``) finds; empty when the file is sound.
-
-        On a damaged file SQLite reports what it found row by row and then fails the statement;
-        both the rows and that failure are returned.
-        """
-        problems: list[str] = []
-        try:
-            for (message,) in self.execute(f"PRAGMA {'quick_check' if quick else 'integrity_check'}"):
-                if str(message) != "ok":
-                    # "*** in database main ***" heads the list; the lines after it say what is wrong.
-                    problems.extend(line for line in str(message).splitlines() if line.strip() and line[:3] != "***")
-        except DatabaseDamaged as exc:
-            problems.append(f"the check stopped: {exc.message}")
-        return problems
 
     def close(self) -> None:
         try:
@@ -324,6 +352,27 @@ def _load_vec(conn: apsw.Connection) -> None:
             f"cannot load the sqlite-vec extension: {exc}",
             hint="reinstall it with `pip install --force-reinstall sqlite-vec`; `engram doctor` checks it",
         ) from exc
+
+
+def binding_versions() -> tuple[str, str]:
+    """apsw's and SQLite's versions, once FTS5 is seen to work (in a throwaway database in memory)."""
+    conn = apsw.Connection(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+    finally:
+        conn.close()
+    return apsw.apsw_version(), apsw.sqlite_lib_version()
+
+
+def vec_version() -> str:
+    """The version of sqlite-vec, loaded into a throwaway database in memory (StoreError when it cannot be)."""
+    conn = apsw.Connection(":memory:")
+    try:
+        _load_vec(conn)
+        row = conn.execute("SELECT vec_version()").fetchone()
+    finally:
+        conn.close()
+    return str(row[0]) if row else "?"
 
 
 def migrate(conn: apsw.Connection, path: Path, migrations: Sequence[Migration] = MIGRATIONS) -> list[int]:

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 import apsw
 
+# Where each applied migration is recorded (id, name, when).
+MIGRATIONS_TABLE = "schema_migrations"
+
 
 @dataclass(frozen=True)
 class Migration:

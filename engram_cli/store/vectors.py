@@ -1,20 +1,28 @@
-"""Vectors: one sqlite-vec ``vec0`` table per embedding model.
+"""Vectors: one sqlite-vec ``vec0`` table per embedding model, addressed by the model's id.
 
 A table per model lets rows of two models coexist while `reembed` migrates a database
 progressively. The table's partition key (namespace) and metadata columns (status,
 memory type, agent) let a KNN query filter before it ranks.
+
+The registry of models (``embedding_models``) is read once per model and kept: tables are
+only ever added, and a rollback, which may take a new one away, empties what was kept.
+Nothing here commits, except creating a model's table, which is a write of its own.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engram_cli.store.db import Store
+from engram_cli.errors import ModelError
+from engram_cli.store.memories import chunks, marks
 from engram_cli.timeutil import iso_now
+
+if TYPE_CHECKING:
+    from engram_cli.store.db import Store
 
 MAX_KNN = 4096  # sqlite-vec refuses larger k
 
@@ -23,128 +31,202 @@ def table_name(model_id: str) -> str:
     return "vec_" + re.sub(r"[^a-z0-9]+", "_", model_id.lower()).strip("_")
 
 
-def table_for(store: Store, model_id: str) -> str | None:
-    value = store.scalar("SELECT vec_table FROM embedding_models WHERE model_id = ?", (model_id,))
-    return None if value is None else str(value)
-
-
-def ensure_table(store: Store, model_id: str, dim: int) -> str:
-    """The vec0 table of a model, created (with its registry row) on first use."""
-    row = store.one("SELECT vec_table, dim FROM embedding_models WHERE model_id = ?", (model_id,))
-    if row is not None:
-        if int(row[1]) != dim:
-            from engram_cli.errors import ModelError
-
-            raise ModelError(f"model {model_id} has dimension {dim}, but its stored vectors have {row[1]}")
-        return str(row[0])
-    name = table_name(model_id)
-    with store.write():
-        store.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING vec0("
-            f"memory_pk INTEGER PRIMARY KEY, embedding float[{int(dim)}] distance_metric=cosine, "
-            "namespace TEXT PARTITION KEY, status TEXT, memory_type TEXT, agent_id TEXT)"
-        )
-        store.execute(
-            "INSERT INTO embedding_models (model_id, dim, vec_table, created_at) VALUES (?, ?, ?, ?)",
-            (model_id, dim, name, iso_now()),
-        )
-    return name
-
-
-def models_in_use(store: Store) -> list[tuple[str, str]]:
-    return [
-        (str(r[0]), str(r[1])) for r in store.rows("SELECT model_id, vec_table FROM embedding_models ORDER BY model_id")
-    ]
-
-
-def put(
-    store: Store,
-    table: str,
-    pk: int,
-    vector: np.ndarray,
-    *,
-    namespace: str,
-    status: str,
-    memory_type: str,
-    agent: str,
-) -> None:
-    # vec0 has no upsert: delete first so the same call serves insert and replace.
-    store.execute(f"DELETE FROM {table} WHERE memory_pk = ?", (pk,))
-    store.execute(
-        f"INSERT INTO {table} (memory_pk, embedding, namespace, status, memory_type, agent_id) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        (pk, np.asarray(vector, dtype=np.float32).tobytes(), namespace, status, memory_type, agent),
-    )
-
-
-def delete(store: Store, table: str, pk: int) -> None:
-    store.execute(f"DELETE FROM {table} WHERE memory_pk = ?", (pk,))
-
-
-def set_status(store: Store, table: str, pk: int, status: str) -> None:
-    store.execute(f"UPDATE {table} SET status = ? WHERE memory_pk = ?", (status, pk))
-
-
-def set_type(store: Store, table: str, pk: int, memory_type: str) -> None:
-    store.execute(f"UPDATE {table} SET memory_type = ? WHERE memory_pk = ?", (memory_type, pk))
-
-
-def get(store: Store, table: str, pks: Iterable[int]) -> dict[int, np.ndarray]:
-    out: dict[int, np.ndarray] = {}
-    for pk in pks:
-        row = store.one(f"SELECT embedding FROM {table} WHERE memory_pk = ?", (pk,))
-        if row is not None:
-            out[pk] = np.frombuffer(row[0], dtype=np.float32)
-    return out
-
-
-def of_namespace(store: Store, table: str, namespace: str, pks: set[int] | None = None) -> dict[int, np.ndarray]:
-    """Every vector of one namespace (one partition scan), optionally only those of ``pks``."""
-    out: dict[int, np.ndarray] = {}
-    for pk, blob in store.rows(f"SELECT memory_pk, embedding FROM {table} WHERE namespace = ?", (namespace,)):
-        if pks is None or pk in pks:
-            out[int(pk)] = np.frombuffer(blob, dtype=np.float32)
-    return out
-
-
 def _in(column: str, values: Sequence[str], params: list[Any]) -> str:
     params.extend(values)
     if len(values) == 1:
         return f"{column} = ?"
-    return f"{column} IN ({', '.join('?' for _ in values)})"
+    return f"{column} IN ({marks(values)})"
 
 
-def knn(
-    store: Store,
-    table: str,
-    query: np.ndarray,
-    k: int,
-    *,
-    namespaces: Sequence[str] | None = None,
-    statuses: Sequence[str] | None = None,
-    types: Sequence[str] | None = None,
-    agent: str | None = None,
-) -> list[tuple[int, float]]:
-    """Nearest rows by cosine: (memory_pk, cosine similarity), best first."""
-    params: list[Any] = [np.asarray(query, dtype=np.float32).tobytes(), min(max(k, 1), MAX_KNN)]
-    where = ["embedding MATCH ?", "k = ?"]
-    if namespaces:
-        where.append(_in("namespace", namespaces, params))
-    if statuses:
-        where.append(_in("status", statuses, params))
-    if types:
-        where.append(_in("memory_type", types, params))
-    if agent is not None:
-        where.append("agent_id = ?")
-        params.append(agent)
-    rows = store.rows(f"SELECT memory_pk, distance FROM {table} WHERE {' AND '.join(where)}", params)
-    hits = [(int(pk), 1.0 - float(dist)) for pk, dist in rows]
-    hits.sort(key=lambda h: -h[1])
-    return hits
+def _vector(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype=np.float32)
 
 
-def similarities(store: Store, table: str, query: np.ndarray, pks: Sequence[int]) -> list[tuple[int, float]]:
-    """Exact cosine for a given set of rows (used when filters are too narrow for KNN)."""
-    q = np.asarray(query, dtype=np.float32)
-    vectors = get(store, table, pks)
-    return sorted(((pk, float(np.dot(v, q))) for pk, v in vectors.items()), key=lambda h: -h[1])
+def _blob(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+class Vectors:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._tables: dict[str, tuple[str, int]] = {}  # model id -> (vec0 table, dimension)
+
+    def forget(self) -> None:
+        """Drop what is known of the registry: after a rollback a table created meanwhile may be gone."""
+        self._tables.clear()
+
+    def _known(self, model_id: str) -> tuple[str, int] | None:
+        if model_id not in self._tables:
+            row = self.store.one("SELECT vec_table, dim FROM embedding_models WHERE model_id = ?", (model_id,))
+            if row is None:
+                return None
+            self._tables[model_id] = (str(row[0]), int(row[1]))
+        return self._tables[model_id]
+
+    def table_for(self, model_id: str) -> str | None:
+        """The vec0 table of a model; None when no vector of it was ever stored."""
+        known = self._known(model_id)
+        return None if known is None else known[0]
+
+    def ensure(self, model_id: str, dim: int) -> str:
+        """The vec0 table of a model, created (with its registry row) on first use."""
+        known = self._known(model_id)
+        if known is not None:
+            if known[1] != dim:
+                raise ModelError(f"model {model_id} has dimension {dim}, but its stored vectors have {known[1]}")
+            return known[0]
+        name = table_name(model_id)
+        with self.store.write():
+            self.store.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING vec0("
+                f"memory_pk INTEGER PRIMARY KEY, embedding float[{int(dim)}] distance_metric=cosine, "
+                "namespace TEXT PARTITION KEY, status TEXT, memory_type TEXT, agent_id TEXT)"
+            )
+            self.store.execute(
+                "INSERT INTO embedding_models (model_id, dim, vec_table, created_at) VALUES (?, ?, ?, ?)",
+                (model_id, dim, name, iso_now()),
+            )
+        self._tables[model_id] = (name, dim)
+        return name
+
+    def in_use(self) -> list[tuple[str, str]]:
+        """(model id, vec0 table) of every model with a table, by model id."""
+        rows = self.store.rows("SELECT model_id, vec_table, dim FROM embedding_models ORDER BY model_id")
+        for model_id, table, dim in rows:
+            self._tables[str(model_id)] = (str(table), int(dim))
+        return [(str(r[0]), str(r[1])) for r in rows]
+
+    def set_created_at(self, model_id: str, at: str) -> None:
+        self.store.execute("UPDATE embedding_models SET created_at = ? WHERE model_id = ?", (at, model_id))
+
+    # -- one memory's vector ---------------------------------------------------------------
+
+    def put(
+        self,
+        model_id: str,
+        pk: int,
+        vector: np.ndarray,
+        *,
+        namespace: str,
+        status: str,
+        memory_type: str,
+        agent: str,
+    ) -> None:
+        """Store (or replace) a memory's vector in its model's table, creating the table on first use."""
+        table = self.ensure(model_id, len(vector))
+        # vec0 has no upsert: delete first so the same call serves insert and replace.
+        self.store.execute(f"DELETE FROM {table} WHERE memory_pk = ?", (pk,))
+        self.store.execute(
+            f"INSERT INTO {table} (memory_pk, embedding, namespace, status, memory_type, agent_id) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (pk, _blob(vector), namespace, status, memory_type, agent),
+        )
+
+    def delete(self, model_id: str, pk: int) -> None:
+        table = self.table_for(model_id)
+        if table is not None:
+            self.store.execute(f"DELETE FROM {table} WHERE memory_pk = ?", (pk,))
+
+    def set_status(self, model_id: str, pk: int, status: str) -> None:
+        table = self.table_for(model_id)
+        if table is not None:
+            self.store.execute(f"UPDATE {table} SET status = ? WHERE memory_pk = ?", (status, pk))
+
+    def set_type(self, model_id: str, pk: int, memory_type: str) -> None:
+        table = self.table_for(model_id)
+        if table is not None:
+            self.store.execute(f"UPDATE {table} SET memory_type = ? WHERE memory_pk = ?", (memory_type, pk))
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def get(self, model_id: str, pks: Sequence[int]) -> dict[int, np.ndarray]:
+        """The vectors of ``pks`` that ``model_id``'s table holds."""
+        table = self.table_for(model_id)
+        out: dict[int, np.ndarray] = {}
+        for chunk in chunks(pks) if table is not None else []:
+            for pk, blob in self.store.rows(
+                f"SELECT memory_pk, embedding FROM {table} WHERE memory_pk IN ({marks(chunk)})", chunk
+            ):
+                out[int(pk)] = _vector(blob)
+        return out
+
+    def of_namespace(self, model_id: str, namespace: str, pks: set[int] | None = None) -> dict[int, np.ndarray]:
+        """Every vector of one namespace (one partition scan), optionally only those of ``pks``."""
+        table = self.table_for(model_id)
+        if table is None:
+            return {}
+        out: dict[int, np.ndarray] = {}
+        for pk, blob in self.store.rows(f"SELECT memory_pk, embedding FROM {table} WHERE namespace = ?", (namespace,)):
+            if pks is None or pk in pks:
+                out[int(pk)] = _vector(blob)
+        return out
+
+    def filters_of(self, model_id: str) -> dict[int, tuple[str, str, str, str]]:
+        """Every row of the model's table: pk -> the namespace, status, type and agent recall filters on."""
+        table = self.table_for(model_id)
+        if table is None:
+            return {}
+        return {
+            int(pk): (str(ns), str(status), str(mtype), str(agent))
+            for pk, ns, status, mtype, agent in self.store.rows(
+                f"SELECT memory_pk, namespace, status, memory_type, agent_id FROM {table}"
+            )
+        }
+
+    def sample(self, model_id: str, step: int, limit: int) -> list[tuple[np.ndarray, str]]:
+        """Up to ``limit`` (vector, memory text) pairs: those whose pk is a multiple of ``step``."""
+        table = self.table_for(model_id)
+        if table is None:
+            return []
+        rows = self.store.rows(
+            f"SELECT v.embedding, m.content FROM {table} v JOIN memories m ON m.pk = v.memory_pk "
+            "WHERE v.memory_pk % ? = 0 LIMIT ?",
+            (step, limit),
+        )
+        return [(_vector(blob), str(content)) for blob, content in rows]
+
+    def blob(self, table: str, pk: int) -> bytes | None:
+        """The stored bytes of one vector, read from a table named as it is (not through the registry).
+
+        For reading a damaged database, whose registry may be what cannot be read. None when
+        there is no such row, or what is there is not bytes.
+        """
+        row = self.store.one(f'SELECT embedding FROM "{table}" WHERE memory_pk = ?', (pk,))
+        return row[0] if row is not None and isinstance(row[0], bytes) else None
+
+    def knn(
+        self,
+        model_id: str,
+        query: np.ndarray,
+        k: int,
+        *,
+        namespaces: Sequence[str] | None = None,
+        statuses: Sequence[str] | None = None,
+        types: Sequence[str] | None = None,
+        agent: str | None = None,
+    ) -> list[tuple[int, float]]:
+        """Nearest rows by cosine: (memory_pk, cosine similarity), best first."""
+        table = self.table_for(model_id)
+        if table is None:
+            return []
+        params: list[Any] = [_blob(query), min(max(k, 1), MAX_KNN)]
+        clauses = ["embedding MATCH ?", "k = ?"]
+        if namespaces:
+            clauses.append(_in("namespace", namespaces, params))
+        if statuses:
+            clauses.append(_in("status", statuses, params))
+        if types:
+            clauses.append(_in("memory_type", types, params))
+        if agent is not None:
+            clauses.append("agent_id = ?")
+            params.append(agent)
+        rows = self.store.rows(f"SELECT memory_pk, distance FROM {table} WHERE {' AND '.join(clauses)}", params)
+        hits = [(int(pk), 1.0 - float(dist)) for pk, dist in rows]
+        hits.sort(key=lambda h: -h[1])
+        return hits
+
+    def similarities(self, model_id: str, query: np.ndarray, pks: Sequence[int]) -> list[tuple[int, float]]:
+        """Exact cosine for a given set of rows (used when filters are too narrow for KNN), best first."""
+        q = np.asarray(query, dtype=np.float32)
+        found = self.get(model_id, pks)
+        return sorted(((pk, float(np.dot(v, q))) for pk, v in found.items()), key=lambda h: -h[1])
