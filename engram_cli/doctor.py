@@ -82,7 +82,8 @@ def run(paths: configmod.Paths) -> list[dict[str, Any]]:
         else:
             results.append(_check("permissions", "ok", f"{db} mode {mode:o}"))
         try:
-            from engram_cli.store.db import connect, damaged, read_only_error
+            from engram_cli.store.database import damaged, read_only_error
+            from engram_cli.store.db import connect
 
             store = connect(db)
             try:

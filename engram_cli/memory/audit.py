@@ -54,7 +54,8 @@ from engram_cli.memory.similarity import (
     topic_overlap,
     topic_terms,
 )
-from engram_cli.store.db import Store, damaged
+from engram_cli.store.database import damaged
+from engram_cli.store.db import Store
 from engram_cli.store.memories import MemoryRow
 from engram_cli.timeutil import now as utcnow
 from engram_cli.timeutil import to_iso

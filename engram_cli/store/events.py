@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engram_cli.memory.model import Event
 from engram_cli.store.codec import dumps
-from engram_cli.store.memories import marks
+from engram_cli.store.sql import marks
 
 if TYPE_CHECKING:
-    from engram_cli.store.db import Store
+    from engram_cli.store.database import Database
 
 _COLUMNS = "memory_id, kind, at, actor, before, after, note"
 
@@ -42,7 +42,7 @@ class StoredEvent(NamedTuple):
 
 
 class Events:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Database) -> None:
         self.store = store
 
     def add(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from engram_cli.timeutil import iso_now
 
 if TYPE_CHECKING:
-    from engram_cli.store.db import Store
+    from engram_cli.store.database import Database
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class IngestState:
     Nothing here commits: each method runs inside the caller's transaction.
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Database) -> None:
         self.store = store
 
     def cursor(self, path: str) -> CursorRow | None:

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engram_cli.memory.model import Filters
-from engram_cli.store.memories import where
+from engram_cli.store.sql import where
 
 if TYPE_CHECKING:
-    from engram_cli.store.db import Store
+    from engram_cli.store.database import Database
 
 
 def match_expression(terms: Sequence[str]) -> str | None:
@@ -25,7 +25,7 @@ def match_expression(terms: Sequence[str]) -> str | None:
 
 
 class Keywords:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Database) -> None:
         self.store = store
 
     def put(self, pk: int, terms: str) -> None:

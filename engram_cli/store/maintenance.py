@@ -11,11 +11,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from engram_cli.errors import DatabaseDamaged
-from engram_cli.store.memories import chunks, marks
 from engram_cli.store.migrations import MIGRATIONS_TABLE
+from engram_cli.store.sql import chunks, marks
 
 if TYPE_CHECKING:
-    from engram_cli.store.db import Store
+    from engram_cli.store.database import Database
 
 # Tables whose rows belong to one memory, and how they name it.
 _BY_MEMORY_PK = ("tags", "sources")
@@ -33,7 +33,7 @@ def _namespace_in(namespaces: Sequence[str] | None, alias: str) -> tuple[str, li
 
 
 class Maintenance:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Database) -> None:
         self.store = store
 
     # -- the file --------------------------------------------------------------------------

@@ -13,11 +13,14 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from engram_cli.errors import ConflictError, NotFound
 from engram_cli.memory.model import Filters, Memory
 from engram_cli.store.codec import dumps
+from engram_cli.store.sql import chunks, marks, where
 
 if TYPE_CHECKING:
-    from engram_cli.store.db import Store
-
-CHUNK = 500  # values per IN (...) list
+    from engram_cli.store.database import Database
+    from engram_cli.store.events import Events
+    from engram_cli.store.keywords import Keywords
+    from engram_cli.store.sources import Sources
+    from engram_cli.store.vectors import Vectors
 
 # The columns of a Memory, in the order _memory() reads them.
 _COLUMNS = (
@@ -60,57 +63,6 @@ def _memory(row: Sequence[Any]) -> Memory:
         consolidated_into=row[20],
         metadata=json.loads(row[21]) if row[21] else {},
     )
-
-
-def marks(values: Sequence[Any]) -> str:
-    return ", ".join("?" for _ in values)
-
-
-def chunks(values: Sequence[Any], size: int = CHUNK) -> Iterable[list[Any]]:
-    """Big IN (...) lists in pieces SQLite accepts."""
-    for start in range(0, len(values), size):
-        yield list(values[start : start + size])
-
-
-def where(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
-    """``filters`` as a WHERE clause (without the keyword) over memories aliased as ``alias``, and its parameters."""
-    a = alias
-    clauses: list[str] = []
-    params: list[Any] = []
-
-    def any_of(column: str, values: Sequence[str]) -> None:
-        clauses.append(f"{a}.{column} IN ({marks(values)})")
-        params.extend(values)
-
-    if filters.namespaces is not None:
-        any_of("namespace", filters.namespaces)
-    if filters.agent is not None:
-        clauses.append(f"{a}.agent_id = ?")
-        params.append(filters.agent)
-    if filters.types:
-        any_of("memory_type", filters.types)
-    if filters.statuses:
-        any_of("status", filters.statuses)
-    for tag in filters.tags:
-        clauses.append(f"EXISTS (SELECT 1 FROM tags t WHERE t.memory_pk = {a}.pk AND t.tag = ?)")
-        params.append(tag)
-    last = f"coalesce({a}.last_access_at, {a}.created_at)"
-    for column, op, value in (
-        (f"{a}.created_at", ">=", filters.since),
-        (f"{a}.created_at", "<=", filters.until),
-        (last, ">=", filters.accessed_since),
-        (last, "<=", filters.accessed_until),
-    ):
-        if value is not None:
-            clauses.append(f"{column} {op} ?")
-            params.append(value)
-    if filters.embedding_model is not None:
-        clauses.append(f"{a}.embedding_model = ?")
-        params.append(filters.embedding_model)
-    if filters.session is not None:
-        clauses.append(f"{a}.session_id = ?")
-        params.append(filters.session)
-    return (" AND ".join(clauses) or "1"), params
 
 
 class MemoryRow(NamedTuple):
@@ -158,8 +110,16 @@ class IndexParts(NamedTuple):
 
 
 class Memories:
-    def __init__(self, store: Store) -> None:
+    """The memories table and its tags; loading a memory also reads its sources, purging one clears its index rows."""
+
+    def __init__(
+        self, store: Database, *, sources: Sources, events: Events, keywords: Keywords, vectors: Vectors
+    ) -> None:
         self.store = store
+        self.sources = sources
+        self.events = events
+        self.keywords = keywords
+        self.vectors = vectors
 
     # -- finding rows --------------------------------------------------------------------
 
@@ -234,7 +194,7 @@ class Memories:
         memory = _memory(row)
         memory.tags = self.tags_of(pk)
         if with_sources:
-            memory.sources = self.store.sources.of(pk)
+            memory.sources = self.sources.of(pk)
         return memory
 
     def load_many(self, pks: Sequence[int], *, with_sources: bool = False) -> dict[int, Memory]:
@@ -250,7 +210,7 @@ class Memories:
                 if pk in out:
                     out[pk].tags.append(tag)
         if with_sources:
-            for pk, sources in self.store.sources.of_many(list(out)).items():
+            for pk, sources in self.sources.of_many(list(out)).items():
                 out[pk].sources = sources
         return out
 
@@ -276,7 +236,7 @@ class Memories:
         row = self.store.one("SELECT content, summary FROM memories WHERE pk = ?", (pk,))
         if row is None:
             return None
-        return IndexParts(str(row[0]), row[1], self.store.sources.supplements(pk), self.tags_of(pk))
+        return IndexParts(str(row[0]), row[1], self.sources.supplements(pk), self.tags_of(pk))
 
     # -- tags ------------------------------------------------------------------------------
 
@@ -338,7 +298,7 @@ class Memories:
         self.update(memory, at, status=status, **columns)
         memory.status = status
         if memory.embedding_model:
-            self.store.vectors.set_status(memory.embedding_model, memory.pk, status)
+            self.vectors.set_status(memory.embedding_model, memory.pk, status)
 
     def move_to_model(self, pk: int, model_id: str, *, at: str | None) -> None:
         """Record that a memory's vector now comes from ``model_id`` (its writer holds the row).
@@ -390,14 +350,14 @@ class Memories:
     def delete(self, memory: Memory) -> None:
         """Remove a memory's row, vector and keyword row (tags and sources cascade); its history stays."""
         if memory.embedding_model:
-            self.store.vectors.delete(memory.embedding_model, memory.pk)
-        self.store.keywords.delete(memory.pk)
+            self.vectors.delete(memory.embedding_model, memory.pk)
+        self.keywords.delete(memory.pk)
         self.store.execute("DELETE FROM memories WHERE pk = ?", (memory.pk,))
 
     def purge(self, memory: Memory) -> None:
         """delete() the memory, and blank the values of its history, which may quote its text."""
         self.delete(memory)
-        self.store.events.blank_payloads(memory.id)
+        self.events.blank_payloads(memory.id)
 
     # -- selecting by filters --------------------------------------------------------------
 

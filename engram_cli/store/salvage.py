@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engram_cli.errors import DatabaseDamaged
-from engram_cli.store.db import Store
+
+if TYPE_CHECKING:
+    from engram_cli.store.database import Database
 
 MAX_KEY = 2**63 - 1
 # Where reading starts when the smallest key cannot be read: engram's keys are SQLite's own
@@ -50,18 +52,20 @@ class Salvaged:
         self.lost_ranges.append((first, last))
 
 
-def columns_of(store: Store, table: str) -> list[str]:
+def columns_of(store: Database, table: str) -> list[str]:
     """The table's columns, read from the schema (empty when the table does not exist)."""
     return [str(r[1]) for r in store.rows("SELECT * FROM pragma_table_info(?)", (table,))]
 
 
-def _indexes(store: Store, table: str) -> list[str]:
+def _indexes(store: Database, table: str) -> list[str]:
     # A partial index holds only some rows: useless for counting them.
     return [str(r[0]) for r in store.rows("SELECT name FROM pragma_index_list(?) WHERE partial = 0", (table,))]
 
 
 class _Reader:
-    def __init__(self, store: Store, table: str, key: str, columns: Sequence[str], sink: Callable[[Row], None]) -> None:
+    def __init__(
+        self, store: Database, table: str, key: str, columns: Sequence[str], sink: Callable[[Row], None]
+    ) -> None:
         self.store = store
         self.table = table
         self.key = key
@@ -166,7 +170,7 @@ class _Reader:
 
 
 def salvage(
-    store: Store, table: str, columns: Sequence[str], sink: Callable[[Row], None], *, key: str = "rowid"
+    store: Database, table: str, columns: Sequence[str], sink: Callable[[Row], None], *, key: str = "rowid"
 ) -> Salvaged:
     """Hand every row of ``table`` that can still be read to ``sink`` (``columns``, in key order).
 

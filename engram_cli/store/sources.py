@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from engram_cli.memory.model import Source
 from engram_cli.store.codec import dumps
-from engram_cli.store.memories import chunks, marks
+from engram_cli.store.sql import chunks, marks
 
 if TYPE_CHECKING:
-    from engram_cli.store.db import Store
+    from engram_cli.store.database import Database
 
 _COLUMNS = "kind, ref, message_id, session_id, content, metadata, created_at"
 
@@ -28,7 +28,7 @@ def _source(r: Sequence[Any]) -> Source:
 
 
 class Sources:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Database) -> None:
         self.store = store
 
     def add(self, pk: int, source: Source, at: str) -> None:

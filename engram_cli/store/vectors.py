@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from engram_cli.errors import ModelError
-from engram_cli.store.memories import chunks, marks
+from engram_cli.store.sql import chunks, marks
 from engram_cli.timeutil import iso_now
 
 if TYPE_CHECKING:
-    from engram_cli.store.db import Store
+    from engram_cli.store.database import Database
 
 MAX_KNN = 4096  # sqlite-vec refuses larger k
 
@@ -47,7 +47,7 @@ def _blob(vector: np.ndarray) -> bytes:
 
 
 class Vectors:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Database) -> None:
         self.store = store
         self._tables: dict[str, tuple[str, int]] = {}  # model id -> (vec0 table, dimension)
 
