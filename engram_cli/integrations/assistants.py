@@ -174,12 +174,6 @@ class SettingsChange:
     backup: Path | None = None
     next_step: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "assistant": self.assistant, "path": str(self.path), "action": self.action, "events": self.events,
-            "backup": str(self.backup) if self.backup else None, "next_step": self.next_step,
-        }  # fmt: skip
-
 
 def _is_ours(hook: Any) -> bool:
     return isinstance(hook, dict) and isinstance(hook.get("command"), str) and hook["command"].endswith(f"# {MARKER}")

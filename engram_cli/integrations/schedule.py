@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import ClassVar
 
 from engram_cli.config import ENV_OVERRIDES
 
@@ -55,18 +55,14 @@ class ScheduledJob:
     why: str
     line: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "when": self.when, "command": self.command, "why": self.why, "line": self.line}
-
 
 @dataclass
 class Schedule:
+    json_keys: ClassVar[tuple[str, ...]] = ("log", "env", "jobs")  # where the output goes, before what runs
+
     jobs: list[ScheduledJob]
     log: Path
     env: dict[str, str]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"log": str(self.log), "env": self.env, "jobs": [j.to_dict() for j in self.jobs]}
 
 
 def _cron_escape(text: str) -> str:

@@ -53,6 +53,7 @@ from engram_cli.memory.similarity import (
     topic_overlap,
     topic_terms,
 )
+from engram_cli.serialize import to_json
 from engram_cli.store import vectors
 from engram_cli.store.db import Store, damaged
 from engram_cli.timeutil import now as utcnow
@@ -164,7 +165,8 @@ class Check:
     def problem(self) -> bool:
         return self.severity != INFO and self.count > 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def json_form(self, **options: Any) -> dict[str, Any]:
+        # "found" is the count before --fix, whether or not it ran; a hint only for a check that found something.
         return {
             "name": self.name,
             "title": self.title,
@@ -205,7 +207,8 @@ class AuditReport:
         remaining = [c for c in self.checks if c.count]
         return sorted(remaining, key=lambda c: (not c.problem, self.checks.index(c)))
 
-    def to_dict(self) -> dict[str, Any]:
+    def json_form(self, **options: Any) -> dict[str, Any]:
+        # A verdict (ok, the names of the problems) before the checks; what is left, with its hints, last.
         return {
             "database": self.database,
             "now": self.now,
@@ -214,13 +217,17 @@ class AuditReport:
             "quick": self.quick,
             "ok": not self.problems,
             "problems": [c.name for c in self.problems],
-            "checks": [c.to_dict() for c in self.checks],
-            "actions": [a.to_dict() for a in self.actions],
+            "checks": to_json(self.checks, **options),
+            "actions": to_json(self.actions, **options),
             "left_for_a_person": [
                 {"check": c.name, "count": c.count, "problem": c.problem, "hint": c.hint}
                 for c in self.left_for_a_person()
             ],
         }
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form, as `audit --json` prints it."""
+        return self.json_form()
 
 
 @dataclass(frozen=True)

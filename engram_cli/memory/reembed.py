@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from engram_cli.errors import InvalidInput
 from engram_cli.memory import records
 from engram_cli.memory.model import passage_text
+from engram_cli.serialize import json_meta
 from engram_cli.store import vectors
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now
@@ -31,12 +31,9 @@ TARGET_MODEL_KEY = "reembed_target"
 @dataclass
 class ReembedReport:
     model: str
-    done: int
+    done: int = field(metadata=json_meta(key="reembedded"))
     remaining: int
     active: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "reembedded": self.done, "remaining": self.remaining, "active": self.active}
 
 
 def pending(store: Store, model_id: str) -> int:

@@ -27,6 +27,7 @@ from engram_cli.lang import text as textmod
 from engram_cli.memory import records, remember
 from engram_cli.memory.model import MEMORY_TYPES, STATUSES, Source, normalize_name, normalize_namespace
 from engram_cli.memory.recall import Filters
+from engram_cli.serialize import to_json
 from engram_cli.store import vectors
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now, normalize_iso
@@ -54,7 +55,7 @@ def export(store: Store, filters: Filters, *, with_vectors: bool = False) -> Ite
                 if memory is None:
                     continue
                 line = memory.to_dict()
-                line["events"] = [e.to_dict() for e in records.events_of(store, memory.id)]
+                line["events"] = to_json(records.events_of(store, memory.id))
                 for event in line["events"]:
                     del event["memory_id"]
                 if with_vectors and memory.embedding_model:
@@ -74,15 +75,6 @@ class ImportReport:
     errors: list[dict[str, Any]] = field(default_factory=list)
     atomic: bool = False
     redacted: int = 0  # imported memories in which a secret was redacted
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "imported": self.imported,
-            "skipped_existing": self.skipped_existing,
-            "errors": self.errors,
-            "atomic": self.atomic,
-            "redacted": self.redacted,
-        }
 
 
 @dataclass

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from engram_cli.lang.text import estimate_tokens
+from engram_cli.serialize import to_json
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -125,7 +126,7 @@ def _clip(text: str, width: int = 80) -> str:
 
 def added(results: Sequence[AddResult], *, as_json: bool) -> None:
     if as_json:
-        json_out([r.to_dict() for r in results] if len(results) != 1 else results[0].to_dict())
+        json_out(to_json(list(results)) if len(results) != 1 else to_json(results[0]))
         return
     for result in results:
         out(result.id)
@@ -191,7 +192,7 @@ def markdown(hits: Sequence[Hit]) -> str:
 
 def hits(hits: Sequence[Hit], *, fmt: str, explain: bool = False, budget: int | None = None) -> None:
     if fmt == "json":
-        json_out([h.to_dict(explain=explain) for h in hits])
+        json_out(to_json(list(hits), explain=explain))
         return
     if fmt == "card":
         text = cards(hits, budget=budget)
@@ -229,7 +230,7 @@ def memory_list(memories: Sequence[Memory], *, as_json: bool, total: int | None 
         shown = f"{len(memories)} of {total} shown" if offset == 0 else f"{span} of {total} shown"
         note(f"{shown}; more with --offset {last} or a larger --limit (--limit {total - offset} shows the rest)")
     if as_json:
-        json_out([m.to_dict() for m in memories])
+        json_out(to_json(list(memories)))
         return
     if not memories:
         note("no memories")
@@ -250,7 +251,7 @@ def memory_list(memories: Sequence[Memory], *, as_json: bool, total: int | None 
 def inspect(memory: Memory, events: Sequence[Event], factors: dict[str, Any], *, as_json: bool) -> None:
     if as_json:
         data = memory.to_dict()
-        data["history"] = [e.to_dict() for e in events]
+        data["history"] = to_json(list(events))
         data["score_factors"] = factors
         json_out(data)
         return
@@ -299,7 +300,7 @@ def _change(e: Event) -> str:
 
 def forgotten(results: Sequence[ForgetResult], *, as_json: bool) -> None:
     if as_json:
-        json_out([r.to_dict() for r in results])
+        json_out(to_json(list(results)))
         return
     for r in results:
         out(f"{r.id}\t{r.action}" + (f"\t({r.note})" if r.note else ""))
@@ -322,7 +323,7 @@ def decay_report(report: DecayReport, *, as_json: bool) -> None:
     The small daily drifts are applied all the same; --json lists them too.
     """
     if as_json:
-        json_out(report.to_dict())
+        json_out(to_json(report))
         return
     notable = report.notable
     if report.dry_run:
@@ -341,7 +342,7 @@ def decay_report(report: DecayReport, *, as_json: bool) -> None:
 def compact_report(report: CompactReport, *, as_json: bool) -> None:
     """The plan (dry run) or what was done; quiet when nothing changed, like decay."""
     if as_json:
-        json_out(report.to_dict())
+        json_out(to_json(report))
         return
     would = "would " if report.dry_run else ""
     for c in report.clusters:
@@ -381,7 +382,7 @@ _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 def audit_report(report: AuditReport, *, as_json: bool) -> None:
     """A summary table, the examples of every check that found something, the repairs, and a verdict."""
     if as_json:
-        json_out(report.to_dict())
+        json_out(to_json(report))
         return
     from rich.table import Table
 
@@ -472,7 +473,7 @@ def _audit_example(ex: dict[str, Any]) -> list[str]:
 def ingest_report(report: Any, *, as_json: bool, quiet: bool, verbose: bool) -> None:
     """One line per source that had something new; the memories themselves on a dry run."""
     if as_json:
-        json_out(report.to_dict())
+        json_out(to_json(report))
         return
     for source in report.sources:
         for line in source.errors:
@@ -573,7 +574,7 @@ def _size(n: int) -> str:
 def eval_reports(reports: Sequence[Any], *, as_json: bool, per_query: bool) -> None:
     """One row per mode (overall), then the per-group rows of each mode."""
     if as_json:
-        data = [r.to_dict(per_query=per_query) for r in reports]
+        data = [to_json(r, per_query=per_query) for r in reports]
         json_out(data[0] if len(data) == 1 else data)
         return
     from rich.table import Table
@@ -610,7 +611,7 @@ def eval_reports(reports: Sequence[Any], *, as_json: bool, per_query: bool) -> N
 
 def events(items: Sequence[Event], *, as_json: bool) -> None:
     if as_json:
-        json_out([e.to_dict() for e in items])
+        json_out(to_json(list(items)))
         return
     if not items:
         note("no events")
@@ -673,7 +674,7 @@ def read_lines(path: str) -> list[str]:
 
 def import_report(report: Any, *, as_json: bool) -> None:
     if as_json:
-        json_out(report.to_dict())
+        json_out(to_json(report))
         return
     redacted = f", secrets redacted in {report.redacted}" if report.redacted else ""
     out(
@@ -703,7 +704,7 @@ def progress(label: str) -> Iterator[Callable[[int, int], None]]:
 
 def reembed_report(report: Any, *, as_json: bool) -> None:
     if as_json:
-        json_out(report.to_dict())
+        json_out(to_json(report))
         return
     state = "now the active model" if report.active else f"{report.remaining} memories still on other models"
     out(f"re-embedded {report.done} memories with {report.model}; {state}")
@@ -711,7 +712,7 @@ def reembed_report(report: Any, *, as_json: bool) -> None:
 
 def touched(memories: Sequence[Memory], *, as_json: bool) -> None:
     if as_json:
-        json_out([m.to_dict() for m in memories])
+        json_out(to_json(list(memories)))
         return
     for m in memories:
         out(f"{m.id}\t{m.status}\taccessed {m.access_count}")
@@ -770,7 +771,7 @@ def config_unset(key: str, removed: bool) -> None:
 
 def git_hook_change(change: GitHookChange, *, as_json: bool) -> None:
     if as_json:
-        json_out(change.to_dict())
+        json_out(to_json(change))
         return
     hook, chained = change.hook, change.chained
     if change.action == "absent":
@@ -787,7 +788,7 @@ def git_hook_change(change: GitHookChange, *, as_json: bool) -> None:
 
 def settings_change(change: SettingsChange, *, as_json: bool) -> None:
     if as_json:
-        json_out(change.to_dict())
+        json_out(to_json(change))
         return
     where = change.path
     events = ", ".join(change.events)
@@ -816,7 +817,7 @@ def session_context(hits: Sequence[Hit], *, budget: int, as_hook_json: bool) -> 
 
 def schedule(plan: Schedule, *, as_json: bool) -> None:
     if as_json:
-        json_out(plan.to_dict())
+        json_out(to_json(plan))
         return
     # Only crontab syntax on stdout, so `(crontab -l; engram schedule) | crontab -` works as is.
     out("# engram maintenance (from `engram schedule`)")
@@ -836,7 +837,7 @@ def schedule(plan: Schedule, *, as_json: bool) -> None:
 def recover_report(report: RecoverReport, *, as_json: bool) -> None:
     """Per table what was saved and lost, then how to switch to the new file."""
     if as_json:
-        json_out(report.to_dict())
+        json_out(to_json(report))
         return
     import shlex
 
