@@ -18,7 +18,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from engram_cli import __version__
+from engram_cli.api import __version__
 from engram_cli.errors import EngramError
 
 EXIT_INTERNAL = 70  # EX_SOFTWARE

@@ -63,6 +63,7 @@ class Schedule:
     jobs: list[ScheduledJob]
     log: Path
     env: dict[str, str]
+    log_dir_exists: bool = True  # when not, cron cannot append to the log (said on the terminal, not in JSON)
 
 
 def _cron_escape(text: str) -> str:
@@ -80,4 +81,4 @@ def plan(engram: Sequence[str], log: Path, env: Mapping[str, str]) -> Schedule:
         command = [*engram, *job.args]
         line = f"{job.when} {_cron_escape(f'{prefix}{shlex.join(command)} >> {shlex.quote(str(log))} 2>&1')}"
         jobs.append(ScheduledJob(job.name, job.when, command, job.why, line))
-    return Schedule(jobs, log, carried)
+    return Schedule(jobs, log, carried, log_dir_exists=log.parent.is_dir())

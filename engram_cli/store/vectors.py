@@ -148,3 +148,11 @@ def similarities(store: Store, table: str, query: np.ndarray, pks: Sequence[int]
     q = np.asarray(query, dtype=np.float32)
     vectors = get(store, table, pks)
     return sorted(((pk, float(np.dot(v, q))) for pk, v in vectors.items()), key=lambda h: -h[1])
+
+
+def counts_by_model(store: Store) -> dict[str, int]:
+    """How many memories each model's vectors represent."""
+    rows = store.rows(
+        "SELECT embedding_model, count(*) FROM memories WHERE embedding_model IS NOT NULL GROUP BY embedding_model"
+    )
+    return {str(r[0]): int(r[1]) for r in rows}

@@ -1,4 +1,4 @@
-"""The Python API: ``from engram_cli import Engram``."""
+"""The Engram class: an open memory store and every verb that works on it."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 
 from engram_cli import config as configmod
+from engram_cli.api.results import Inspection, Page
+from engram_cli.doctor import ModelListing
 from engram_cli.errors import EngramError, InvalidInput, ModelError
 from engram_cli.memory import audit as auditmod
 from engram_cli.memory import compact as compactmod
@@ -365,6 +367,25 @@ class Engram:
         """How many memories pass the filters that ``list`` takes (all of them, not one page)."""
         flt = filters.pop("filters", None) or self.filters(**filters)
         return manage.count(self.store, flt)
+
+    def page(self, filters: Filters, *, limit: int = 20, offset: int = 0) -> Page:
+        """One page of memories, newest first, and how many match in all when the page is full."""
+        memories = self.list(limit=limit, offset=offset, filters=filters)
+        # Counted only when the page is full: a short page already says it is everything.
+        total = self.count(filters=filters) if len(memories) == limit else None
+        return Page(memories, total=total, offset=offset)
+
+    def inspect(self, ref: str) -> Inspection:
+        """One memory with its history and the parts of its score that do not depend on a query."""
+        memory, events = self.history(ref)
+        return Inspection(memory, events, manage.score_factors(memory))
+
+    def models(self) -> ModelListing:
+        """The bundled models, the active one marked, with the number of this store's vectors each made."""
+        from engram_cli.api import system
+        from engram_cli.store import vectors
+
+        return system.models(self.active_model, vectors.counts_by_model(self.store))
 
     def decay(
         self, *, now: str | None = None, namespace: str | Sequence[str] | None = None, dry_run: bool = False
