@@ -5,6 +5,10 @@ use, a damaged database, audit --strict problems, failed doctor checks); 2 usage
 flag values of the wrong kind, an engine UsageError); 75 busy (another compact or ingest holds the
 lock); 130 interrupted; 141 standard output closed early (`engram export | head`); 70 internal
 error (a bug: one line, the traceback with -vv).
+
+With --json (or recall's --format json) a failure is also one JSON document on stdout, the error
+envelope {"error": {"type", "message", "hint", "exit_code"}}, unless the command already printed
+its result there (`audit --strict` after its report): a script parses one document either way.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ EXIT_INTERRUPTED = 130
 EXIT_PIPE_CLOSED = 141  # what a shell reports for a process killed by SIGPIPE
 
 # How Typer (which may bring its own copy of click) signals usage errors (exit 2) and explicit exits.
+_USAGE_ERRORS: tuple[type[Any], ...] = (next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError"),)
 _FRAMEWORK_EXITS: tuple[type[Exception], ...] = (
     typer.Exit,
     typer.Abort,
@@ -34,6 +39,8 @@ _FRAMEWORK_EXITS: tuple[type[Exception], ...] = (
 
 # Python decodes argv with surrogateescape: a byte that is not UTF-8 arrives as a lone surrogate.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+_WANTS_JSON = "engram.wants_json"  # in the context's meta: the command line asked for JSON output
 
 
 class OutputClosed(Exception):
@@ -44,31 +51,65 @@ class OutputClosed(Exception):
 class _Group(TyperGroup):
     """Maps every outcome of every command to a message on stderr and an exit code."""
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        # Read before any option is: an unknown flag fails before the command could say it wants JSON.
+        ctx.meta[_WANTS_JSON] = asks_for_json(args)
+        result: list[str] = super().parse_args(ctx, args)
+        return result
+
     def invoke(self, ctx: Any) -> Any:
+        from engram_cli import render
+
         try:
             return super().invoke(ctx)
         except EngramError as exc:
-            from engram_cli import render
-
-            render.error(exc)
+            render.error(exc, json=_envelope(ctx))
             _record_hook_failure(ctx, exc.exit_code, exc.message + (f" ({exc.hint})" if exc.hint else ""))
             raise typer.Exit(exc.exit_code) from exc
         except KeyboardInterrupt:
-            from engram_cli import render
-
             render.interrupted()
+            if _envelope(ctx):
+                render.error_document(
+                    "Interrupted", "interrupted; nothing half-written was kept", None, EXIT_INTERRUPTED
+                )
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except BrokenPipeError as exc:
             raise OutputClosed from exc
+        except _USAGE_ERRORS as exc:
+            # Click prints its own message and usage on stderr as it exits 2.
+            if _envelope(ctx):
+                where = getattr(getattr(exc, "ctx", None), "command_path", "engram")
+                hint = f"`{where} --help` lists the arguments and options"
+                render.error_document("UsageError", exc.format_message(), hint, exc.exit_code)
+            raise
         except _FRAMEWORK_EXITS:
-            raise  # usage errors (2) and explicit exits keep their codes
+            raise  # explicit exits keep their codes
         except Exception as exc:
-            from engram_cli import render
-
             verbose = getattr(ctx.obj, "verbose", 0)
             render.internal_error(exc, with_traceback=verbose >= 2)
+            if _envelope(ctx):
+                what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                render.error_document("InternalError", f"internal error ({what})", "run with -vv for the traceback",
+                                      EXIT_INTERNAL)  # fmt: skip
             _record_hook_failure(ctx, EXIT_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
             raise typer.Exit(EXIT_INTERNAL) from exc
+
+
+def asks_for_json(args: list[str]) -> bool:
+    """Whether a command line asks for JSON output: --json anywhere before ``--``, or --format json."""
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return False
+        if arg in ("--json", "--format=json", "-fjson") or (
+            arg in ("--format", "-f") and args[i + 1 : i + 2] == ["json"]
+        ):
+            return True
+    return False
+
+
+def _envelope(ctx: Any) -> bool:
+    """An error envelope on stdout: JSON was asked for, and the command has not printed its result there."""
+    return bool(ctx.meta.get(_WANTS_JSON)) and not getattr(ctx.obj, "shown", False)
 
 
 def _record_hook_failure(ctx: Any, code: int, message: str) -> None:

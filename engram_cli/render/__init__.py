@@ -39,6 +39,7 @@ __all__ = [
     "cards",
     "config_warnings",
     "error",
+    "error_document",
     "export",
     "internal_error",
     "interrupted",
@@ -114,4 +115,9 @@ def error(exc: EngramError, json: bool = False) -> None:
     """``Error: …`` and ``Hint: …`` on stderr; with ``json``, also the error envelope on stdout."""
     console.error(exc)
     if json:
-        json_output.error(exc)
+        json_output.error(type(exc).__name__, exc.message, exc.hint, exc.exit_code)
+
+
+def error_document(kind: str, message: str, hint: str | None, exit_code: int) -> None:
+    """The error envelope alone, for failures that are not engram's own errors (usage, interruption, a bug)."""
+    json_output.error(kind, message, hint, exit_code)

@@ -5,13 +5,10 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engram_cli.render.console import note, out
 from engram_cli.serialize import to_json
-
-if TYPE_CHECKING:
-    from engram_cli.errors import EngramError
 
 
 def document(value: Any, **options: Any) -> None:
@@ -19,11 +16,13 @@ def document(value: Any, **options: Any) -> None:
     out(json.dumps(to_json(value, **options), ensure_ascii=False, indent=2))
 
 
-def error(exc: EngramError) -> None:
-    """The one shape of every failure under --json: {"error": {"type", "message", "hint", "exit_code"}}."""
-    document(
-        {"error": {"type": type(exc).__name__, "message": exc.message, "hint": exc.hint, "exit_code": exc.exit_code}}
-    )
+def error(kind: str, message: str, hint: str | None, exit_code: int) -> None:
+    """The one shape of every failure under --json: {"error": {"type", "message", "hint", "exit_code"}}.
+
+    ``kind`` is the error's class (``InvalidInput``, ``DatabaseDamaged`` …; ``UsageError`` for a wrong
+    command line, ``Interrupted``, ``InternalError``); ``exit_code`` is the process's own.
+    """
+    document({"error": {"type": kind, "message": message, "hint": hint, "exit_code": exit_code}})
 
 
 def export(records: Iterable[dict[str, Any]], path: str | None) -> None:
