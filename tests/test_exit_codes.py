@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from engram_cli import Engram
+from engram_cli.errors import InvalidInput, UsageError
 from engram_cli.store.lock import exclusive
 
 
@@ -207,3 +208,46 @@ def test_a_failure_after_the_report_leaves_the_report_as_the_only_document(
 def test_without_json_stdout_stays_empty_on_failure(cli: Any) -> None:
     result = cli("add", "", ok=False)
     assert (result.exit_code, result.stdout) == (1, "")
+
+
+# -- errors name parameters; the CLI names its flags ----------------------------------------------
+
+
+def test_the_library_names_the_parameter_and_the_cli_the_flag(cli: Any, engram: Engram) -> None:
+    with pytest.raises(InvalidInput) as raised:
+        engram.decay(now="soonish")
+    assert (raised.value.message, raised.value.param) == ("cannot read `now` 'soonish'", "now")
+    with pytest.raises(InvalidInput) as raised:
+        engram.list(accessed_since="a while ago")
+    assert raised.value.message == "cannot read `accessed_since` 'a while ago'"
+    with pytest.raises(InvalidInput) as raised:
+        engram.reembed("multilingual-e5-small-q4-v1", batch=0)
+    assert (raised.value.message, raised.value.param) == ("`batch` must be at least 1", "batch")
+
+    assert "Error: cannot read --now 'soonish'\n" in cli("decay", "--now", "soonish", ok=False).stderr
+    listed = cli("list", "--accessed-since=a while ago", "--json", ok=False)
+    assert "Error: cannot read --accessed-since 'a while ago'\n" in listed.stderr
+    assert json.loads(listed.stdout)["error"]["message"] == "cannot read --accessed-since 'a while ago'"
+
+
+def test_a_parameter_that_is_no_flag_of_the_command_keeps_its_name(cli: Any, tmp_path: Path) -> None:
+    cli("add", "Deploys go through make release")
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text('{"query": "deploy", "now": "soonish", "expected": {"contains": ["make"]}}\n')
+    result = cli("eval", str(queries), ok=False)  # `now` is a field of the query here, not --now
+    assert "Error: cannot read `now` 'soonish'\n" in result.stderr
+
+
+def test_naming_renames_every_parameter_in_message_and_hint_and_keeps_the_original() -> None:
+    error = UsageError(
+        "`project` and `settings` exclude each other", hint="drop `settings`", param=("project", "settings")
+    )
+    named = error.naming({"project": "--project", "settings": "--settings", "now": "--now"})
+    assert (named.message, named.hint, str(named)) == (
+        "--project and --settings exclude each other",
+        "drop --settings",
+        "--project and --settings exclude each other",
+    )
+    assert type(named) is UsageError and named.exit_code == 2 and named.params == ("project", "settings")
+    assert error.message == "`project` and `settings` exclude each other"
+    assert error.naming({"now": "--now"}) is error

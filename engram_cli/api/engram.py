@@ -314,7 +314,7 @@ class Engram:
             embed_query=embed_query,
             settings=settings or self.recall_settings(),
             bump=bump and not self.read_only,
-            at=parse_time(now, what="now") if now else None,
+            at=parse_time(now, param="now") if now else None,
         )
 
     def get(self, ref: str) -> Memory:
@@ -394,7 +394,7 @@ class Engram:
         if not dry_run:
             self.store.require_writable()
         half_lives = {t: float(self.config.get(f"decay.half_life_days.{t}")) for t in MEMORY_TYPES}
-        at = parse_time(now, what="--now") if now else None
+        at = parse_time(now, param="now") if now else None
         namespaces = _namespaces(namespace)
         return decaymod.run(self.store, half_lives, at=at, namespaces=namespaces, dry_run=dry_run)
 
@@ -444,7 +444,7 @@ class Engram:
             summarizer_command=str(cfg.get("summarizer.command")).strip(),
             summarizer_timeout_s=float(cfg.get("summarizer.timeout_s")),
         )
-        at = parse_time(now, what="--now") if now else None
+        at = parse_time(now, param="now") if now else None
         namespaces = _namespaces(namespace)
 
         def embed_for(model_id: str) -> remember.EmbedFn:
@@ -488,7 +488,7 @@ class Engram:
             quick=quick,
             contact=bool(cfg.get("redact.contact_details")),
         )
-        at = parse_time(now, what="--now") if now else None
+        at = parse_time(now, param="now") if now else None
         namespaces = _namespaces(namespace)
         repairs = repairmod.Repairs(
             embedder=self._passage_embedder,

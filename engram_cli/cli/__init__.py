@@ -41,6 +41,23 @@ _FRAMEWORK_EXITS: tuple[type[Exception], ...] = (
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _WANTS_JSON = "engram.wants_json"  # in the context's meta: the command line asked for JSON output
+_FLAGS_GIVEN = "engram.flags_given"  # in the context's meta: the long options on the command line
+
+# The flag of each library parameter an error may name (EngramError.param). An error says the flag
+# when it was on the command line; otherwise the parameter (a field of an eval query, say) keeps its name.
+FLAGS = {
+    "now": "--now",
+    "since": "--since",
+    "until": "--until",
+    "accessed_since": "--accessed-since",
+    "accessed_until": "--accessed-until",
+    "batch": "--batch",
+    "limit": "--limit",
+    "path": "--path",
+    "db": "--db",
+    "project": "--project",
+    "settings": "--settings",
+}
 
 
 class OutputClosed(Exception):
@@ -54,6 +71,7 @@ class _Group(TyperGroup):
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         # Read before any option is: an unknown flag fails before the command could say it wants JSON.
         ctx.meta[_WANTS_JSON] = asks_for_json(args)
+        ctx.meta[_FLAGS_GIVEN] = flags_given(args)
         result: list[str] = super().parse_args(ctx, args)
         return result
 
@@ -62,10 +80,12 @@ class _Group(TyperGroup):
 
         try:
             return super().invoke(ctx)
-        except EngramError as exc:
+        except EngramError as raised:
+            given = ctx.meta.get(_FLAGS_GIVEN, set())
+            exc = raised.naming({param: flag for param, flag in FLAGS.items() if flag in given})
             render.error(exc, json=_envelope(ctx))
             _record_hook_failure(ctx, exc.exit_code, exc.message + (f" ({exc.hint})" if exc.hint else ""))
-            raise typer.Exit(exc.exit_code) from exc
+            raise typer.Exit(exc.exit_code) from raised
         except KeyboardInterrupt:
             render.interrupted()
             if _envelope(ctx):
@@ -105,6 +125,17 @@ def asks_for_json(args: list[str]) -> bool:
         ):
             return True
     return False
+
+
+def flags_given(args: list[str]) -> set[str]:
+    """The long options on a command line (``--now`` of ``--now=2026-01-01`` too), up to ``--``."""
+    given: set[str] = set()
+    for arg in args:
+        if arg == "--":
+            break
+        if arg.startswith("--"):
+            given.add(arg.partition("=")[0])
+    return given
 
 
 def _envelope(ctx: Any) -> bool:

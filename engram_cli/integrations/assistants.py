@@ -124,13 +124,13 @@ def assistant(name: str) -> Assistant:
 def settings_path(a: Assistant, *, project: Path | None = None, settings: Path | None = None) -> Path:
     """The file to change: --settings as given, --project's file, or the user-level one."""
     if project is not None and settings is not None:
-        raise UsageError("--project and --settings exclude each other")
+        raise UsageError("`project` and `settings` exclude each other", param=("project", "settings"))
     if settings is not None:
         return settings.expanduser().absolute()
     if project is not None:
         root = project.expanduser().absolute()
         if not root.is_dir():
-            raise UsageError(f"--project {project}: no such directory")
+            raise UsageError(f"`project` {project}: no such directory", param="project")
         return root / a.project_file
     return a.user_settings().absolute()
 

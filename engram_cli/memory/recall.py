@@ -54,13 +54,13 @@ class Filters:
             if status not in STATUSES:
                 raise InvalidInput(f"unknown status {status!r}", hint=f"use one of: {', '.join(STATUSES)}")
         self.tags = sorted({t.strip().lower() for t in self.tags if t.strip()})
-        self.since = normalize_iso(self.since, what="--since") if self.since else None
-        self.until = normalize_iso(self.until, what="--until") if self.until else None
+        self.since = normalize_iso(self.since, param="since") if self.since else None
+        self.until = normalize_iso(self.until, param="until") if self.until else None
         self.accessed_since = (
-            normalize_iso(self.accessed_since, what="--accessed-since") if self.accessed_since else None
+            normalize_iso(self.accessed_since, param="accessed_since") if self.accessed_since else None
         )
         self.accessed_until = (
-            normalize_iso(self.accessed_until, what="--accessed-until") if self.accessed_until else None
+            normalize_iso(self.accessed_until, param="accessed_until") if self.accessed_until else None
         )
 
     def sql(self, alias: str = "m") -> tuple[str, list[Any]]:

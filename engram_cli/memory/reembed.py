@@ -56,9 +56,9 @@ def run(
     progress: Callable[[int, int], None] | None = None,
 ) -> ReembedReport:
     if batch < 1:
-        raise InvalidInput("--batch must be at least 1")
+        raise InvalidInput("`batch` must be at least 1", param="batch")
     if limit is not None and limit < 1:
-        raise InvalidInput("--limit must be at least 1")
+        raise InvalidInput("`limit` must be at least 1", param="limit")
     total = pending(store, model_id)
     goal = total if limit is None else min(total, limit)
     table = vectors.ensure_table(store, model_id, dim)
