@@ -30,12 +30,13 @@ from engram_cli.api.results import (
 )
 
 if TYPE_CHECKING:
-    from engram_cli.api.engram import Engram
+    from engram_cli.api.engram import Criteria, Engram
     from engram_cli.memory.recall import Filters
 
 __all__ = [
     "ConfigChange",
     "ConfigListing",
+    "Criteria",
     "Engram",
     "EvalRun",
     "Filters",
@@ -54,10 +55,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Engram":
-        from engram_cli.api.engram import Engram
+    if name in ("Engram", "Criteria"):
+        from engram_cli.api import engram
 
-        return Engram
+        return getattr(engram, name)
     if name == "Filters":
         from engram_cli.memory.recall import Filters
 
