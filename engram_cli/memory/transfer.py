@@ -54,7 +54,7 @@ def export(store: Store, filters: Filters, *, with_vectors: bool = False) -> Ite
                 memory = found.get(pk)
                 if memory is None:
                     continue
-                line = memory.to_dict()
+                line = to_json(memory)
                 line["events"] = to_json(records.events_of(store, memory.id))
                 for event in line["events"]:
                     del event["memory_id"]
