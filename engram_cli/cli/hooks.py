@@ -47,8 +47,8 @@ def install_git(ctx: typer.Context, repo: RepoOpt = None, as_json: JsonOpt = Fal
     It never fails or slows a commit. An existing post-commit hook is kept beside it as
     post-commit.engram-chained and still runs, with its exit status. Honours core.hooksPath.
     """
-    context = app_context(ctx)
-    show(ctx, hooks.install_git(context.paths, context.db, repo), json=as_json)
+    state = app_context(ctx)
+    show(ctx, hooks.install_git(state.paths, state.db, repo), json=as_json)
 
 
 @uninstall_app.command("git")
@@ -113,11 +113,11 @@ def context(
     importance and freshness decide. Reading does not count as an access. Prints nothing when there
     is nothing to say, and never fails the session: a problem is one line on stderr.
     """
-    context = app_context(ctx)
-    result = hooks.session_context(name, context.paths, context.engram, directory=directory, k=k, budget=budget)
+    state = app_context(ctx)
+    result = hooks.session_context(name, state.paths, state.engram, directory=directory, k=k, budget=budget)
     show(ctx, result)
-    if result.problem is not None and context.hook:
-        context.record_hook_failure(result.problem.exit_code, result.problem.message)
+    if result.problem is not None and state.hook:
+        state.record_hook_failure(result.problem.exit_code, result.problem.message)
 
 
 def schedule(ctx: typer.Context, as_json: JsonOpt = False) -> None:
@@ -126,8 +126,8 @@ def schedule(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     Each line uses this engram's absolute path, carries ENGRAM_HOME/ENGRAM_DB and the like when they are
     set, and appends its output to cron.log in engram's data directory. Add them with `crontab -e`.
     """
-    context = app_context(ctx)
-    show(ctx, hooks.schedule(context.paths, context.db), json=as_json)
+    state = app_context(ctx)
+    show(ctx, hooks.schedule(state.paths, state.db), json=as_json)
 
 
 def register(app: typer.Typer) -> None:

@@ -66,9 +66,9 @@ def recover(
     """
     from engram_cli.api import Engram  # numpy and SQLite only for the commands that open a store
 
-    context = app_context(ctx)
+    state = app_context(ctx)
     with render.progress("recovering") as advance:
-        report = Engram.recover(output=output, config=context.config, paths=context.paths, progress=advance)
+        report = Engram.recover(output=output, config=state.config, paths=state.paths, progress=advance)
     show(ctx, report, json=as_json)
 
 

@@ -15,11 +15,9 @@ config_app = typer.Typer(help="Show, locate, change or unset settings (config.to
 
 def models(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """List the bundled embedding models; * marks the active one."""
-    context = app_context(ctx)
+    state = app_context(ctx)
     # Without a database, the configured model is the one a new database would use.
-    listing = (
-        context.engram().models() if context.paths.db.exists() else system.models(str(context.config.get("model")))
-    )
+    listing = state.engram().models() if state.paths.db.exists() else system.models(str(state.config.get("model")))
     show(ctx, listing, json=as_json)
 
 
