@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 # engram is imported before it ever imports onnxruntime, so this is early enough.
 os.environ["ORT_DISABLE_TELEMETRY"] = "1"
 
-__version__ = "0.2.0"
+from engram_cli._version import __version__
+
 __all__ = ["Engram", "__version__"]
 
 if TYPE_CHECKING:

@@ -2,16 +2,43 @@
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Mapping
+from typing import Self
+
 
 class EngramError(Exception):
-    """Base class: a problem the user can act on. ``hint`` says what to do next."""
+    """Base class: a problem the user can act on. ``hint`` says what to do next.
+
+    ``param`` names the Python parameter (or parameters) the error is about. The message quotes each
+    as `name`, in backticks, so that a front end can call it by its own name: the CLI says --now
+    where the library says `now` (see :meth:`naming`).
+    """
 
     exit_code = 1
 
-    def __init__(self, message: str, hint: str | None = None) -> None:
+    def __init__(self, message: str, hint: str | None = None, *, param: str | tuple[str, ...] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.params: tuple[str, ...] = (param,) if isinstance(param, str) else tuple(param or ())
+
+    @property
+    def param(self) -> str | None:
+        """The parameter the error is about (the first, when it names several), or None."""
+        return self.params[0] if self.params else None
+
+    def naming(self, names: Mapping[str, str]) -> Self:
+        """This error with its parameters called ``names[param]`` in the message and hint (itself if none is named)."""
+        renames = {f"`{p}`": names[p] for p in self.params if p in names}
+        if not renames:
+            return self
+        named = copy.copy(self)
+        for quoted, name in renames.items():
+            named.message = named.message.replace(quoted, name)
+            named.hint = None if named.hint is None else named.hint.replace(quoted, name)
+        named.args = (named.message,)
+        return named
 
 
 class UsageError(EngramError):

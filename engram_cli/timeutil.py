@@ -26,8 +26,13 @@ def iso_now() -> str:
     return to_iso(now())
 
 
-def parse_time(text: str, *, reference: datetime | None = None, what: str = "time") -> datetime:
-    """Parse ISO 8601 (date or date-time; naive means UTC) or a relative span like ``7d``."""
+def parse_time(
+    text: str, *, reference: datetime | None = None, what: str = "time", param: str | None = None
+) -> datetime:
+    """Parse ISO 8601 (date or date-time; naive means UTC) or a relative span like ``7d``.
+
+    An error calls the value ``what``, or the parameter ``param`` it was given as.
+    """
     raw = text.strip()
     match = _RELATIVE.match(raw)
     if match:
@@ -38,16 +43,17 @@ def parse_time(text: str, *, reference: datetime | None = None, what: str = "tim
         moment = datetime.fromisoformat(candidate)
     except ValueError as exc:
         raise InvalidInput(
-            f"cannot read {what} {text!r}",
+            f"cannot read {f'`{param}`' if param else what} {text!r}",
             hint="use ISO 8601 (2026-05-01 or 2026-05-01T09:30:00Z) or a span like 7d, 12h, 2w",
+            param=param,
         ) from exc
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC)
 
 
-def normalize_iso(text: str, *, what: str = "time") -> str:
-    return to_iso(parse_time(text, what=what))
+def normalize_iso(text: str, *, what: str = "time", param: str | None = None) -> str:
+    return to_iso(parse_time(text, what=what, param=param))
 
 
 def from_iso(text: str) -> datetime:

@@ -17,6 +17,7 @@ import pytest
 from engram_cli import Engram
 from engram_cli.memory import compact as compactmod
 from engram_cli.memory.compact import extractive_summary
+from engram_cli.serialize import to_json
 from engram_cli.store.lock import exclusive
 
 OLD = "2026-11-01T10:00:00Z"
@@ -125,7 +126,7 @@ def test_a_second_run_changes_nothing(engram: Engram, rows: Any) -> None:
     assert engram.compact(now=NOW).changed
     before = _snapshot(rows)
     again = engram.compact(now=NOW)
-    assert not again.changed and again.to_dict()["created"] == 0
+    assert not again.changed and to_json(again)["created"] == 0
     assert _snapshot(rows) == before
 
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engram_cli import Engram
-from engram_cli.errors import AmbiguousId, InvalidInput, NotFound
+from engram_cli.errors import AmbiguousId, InvalidInput, NotFound, UsageError
 
 STAGING = "The staging database runs on port 5433"
 
@@ -321,3 +321,22 @@ def test_environment_namespace(engram_home: Path, monkeypatch: pytest.MonkeyPatc
     with Engram.open() as mem:
         assert mem.add(STAGING).memory.namespace == "from-env"
     assert os.environ["ENGRAM_NAMESPACE"] == "from-env"
+
+
+def test_recall_list_count_and_export_take_filter_keywords_or_ready_filters(engram: Engram) -> None:
+    engram.add("Deploys go through make release", tags=["ops"])
+    engram.add("Deploys of the web app go through Vercel", namespace="web")
+    engram.add("The office coffee machine is on the third floor")
+    # The README's call: keywords beside the query.
+    hits = engram.recall("how do we deploy?", k=5, namespace="default", tags=["ops"])
+    assert [h.memory.content for h in hits] == ["Deploys go through make release"]
+    everywhere = engram.filters(all_namespaces=True)
+    assert len(engram.recall("deploy", k=5, filters=everywhere, bump=False)) == 3
+    assert engram.count(filters=everywhere) == 3 and engram.count(namespace="web") == 1
+    assert [m.namespace for m in engram.list(filters=engram.filters(namespace="web"))] == ["web"]
+    assert len(list(engram.export(all_namespaces=True))) == 3
+    assert [r["namespace"] for r in engram.export(filters=engram.filters(namespace="web"))] == ["web"]
+    with pytest.raises(UsageError, match="either filters or filter keywords"):
+        engram.list(filters=everywhere, tags=["ops"])
+    with pytest.raises(UsageError):
+        engram.recall("deploy", namespace="web", filters=everywhere)

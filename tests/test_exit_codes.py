@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from engram_cli import Engram
+from engram_cli.errors import InvalidInput, UsageError
 from engram_cli.store.lock import exclusive
 
 
@@ -142,3 +143,111 @@ def test_argv_that_is_not_utf8_becomes_replacement_characters(engram_home: Path)
     searched = _engram("recall", "x", "-n", b"ns\xff", "--json")
     assert searched.returncode == 0, searched.stderr
     assert json.loads(searched.stdout) == [] and b"Traceback" not in searched.stderr
+
+
+# -- the error envelope ---------------------------------------------------------------------------
+
+ENVELOPE_CASES: list[tuple[str, Callable[..., list[str]], int, str]] = [
+    ("bad-input", _argv("add", "", "--json"), 1, "InvalidInput"),
+    ("corrupt-database", _on_junk("recall", "x", "--json"), 1, "StoreError"),
+    ("recall-format-json", _argv("recall", "x", "--format", "json", "--since", "soonish"), 1, "InvalidInput"),
+    ("unknown-flag", _argv("recall", "x", "--json", "--nonsense"), 2, "UsageError"),
+    ("bad-flag-value", _argv("recall", "x", "-k", "0", "--json"), 2, "UsageError"),
+    ("conflicting-flags", _argv("list", "-n", "a", "-A", "--json"), 2, "UsageError"),
+    ("interrupted", lambda *a: [*_interrupted(*a), "--json"], 130, "Interrupted"),
+    ("internal-error", lambda *a: [*_bug(*a), "--json"], 70, "InternalError"),
+]
+
+
+@pytest.mark.parametrize(("name", "setup", "code", "kind"), ENVELOPE_CASES, ids=[c[0] for c in ENVELOPE_CASES])
+def test_with_json_a_failure_is_one_error_document_on_stdout(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, setup: Any, code: int, kind: str
+) -> None:
+    result = cli(*setup(cli, tmp_path, monkeypatch), ok=False)
+    assert result.exit_code == code
+    data = json.loads(result.stdout)
+    assert list(data) == ["error"] and list(data["error"]) == ["type", "message", "hint", "exit_code"]
+    error = data["error"]
+    assert (error["type"], error["exit_code"]) == (kind, code)
+    assert isinstance(error["message"], str) and error["message"]
+    assert error["hint"] is None or isinstance(error["hint"], str)
+    if code in (1, 70):  # engram's own messages: stderr says the same, for the person
+        assert f"Error: {error['message']}" in result.stderr or error["message"] in result.stderr
+
+
+def test_the_envelope_carries_the_message_and_hint_that_stderr_shows(cli: Any) -> None:
+    result = cli("add", "", "--json", ok=False)
+    error = json.loads(result.stdout)["error"]
+    assert error == {
+        "type": "InvalidInput",
+        "message": "the memory is empty",
+        "hint": 'pass some text, e.g. engram add "deploys go through make release"',
+        "exit_code": 1,
+    }
+    assert result.stderr == f"Error: {error['message']}\nHint: {error['hint']}\n"
+
+
+def test_busy_under_json_is_an_envelope_with_75(cli: Any, db_path: Path) -> None:
+    cli("add", "The staging database runs on port 5433")
+    with exclusive(db_path, "compact"):
+        result = cli("compact", "--json", ok=False)
+    assert result.exit_code == 75
+    assert json.loads(result.stdout)["error"]["type"] == "BusyError"
+
+
+def test_a_failure_after_the_report_leaves_the_report_as_the_only_document(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = cli(*_audit_with_problems(cli, tmp_path, monkeypatch), "--json", ok=False)
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert "error" not in report and report["problems"] == ["near_duplicates"]
+    assert "Error: audit found problems that remain" in result.stderr
+
+
+def test_without_json_stdout_stays_empty_on_failure(cli: Any) -> None:
+    result = cli("add", "", ok=False)
+    assert (result.exit_code, result.stdout) == (1, "")
+
+
+# -- errors name parameters; the CLI names its flags ----------------------------------------------
+
+
+def test_the_library_names_the_parameter_and_the_cli_the_flag(cli: Any, engram: Engram) -> None:
+    with pytest.raises(InvalidInput) as raised:
+        engram.decay(now="soonish")
+    assert (raised.value.message, raised.value.param) == ("cannot read `now` 'soonish'", "now")
+    with pytest.raises(InvalidInput) as raised:
+        engram.list(accessed_since="a while ago")
+    assert raised.value.message == "cannot read `accessed_since` 'a while ago'"
+    with pytest.raises(InvalidInput) as raised:
+        engram.reembed("multilingual-e5-small-q4-v1", batch=0)
+    assert (raised.value.message, raised.value.param) == ("`batch` must be at least 1", "batch")
+
+    assert "Error: cannot read --now 'soonish'\n" in cli("decay", "--now", "soonish", ok=False).stderr
+    listed = cli("list", "--accessed-since=a while ago", "--json", ok=False)
+    assert "Error: cannot read --accessed-since 'a while ago'\n" in listed.stderr
+    assert json.loads(listed.stdout)["error"]["message"] == "cannot read --accessed-since 'a while ago'"
+
+
+def test_a_parameter_that_is_no_flag_of_the_command_keeps_its_name(cli: Any, tmp_path: Path) -> None:
+    cli("add", "Deploys go through make release")
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text('{"query": "deploy", "now": "soonish", "expected": {"contains": ["make"]}}\n')
+    result = cli("eval", str(queries), ok=False)  # `now` is a field of the query here, not --now
+    assert "Error: cannot read `now` 'soonish'\n" in result.stderr
+
+
+def test_naming_renames_every_parameter_in_message_and_hint_and_keeps_the_original() -> None:
+    error = UsageError(
+        "`project` and `settings` exclude each other", hint="drop `settings`", param=("project", "settings")
+    )
+    named = error.naming({"project": "--project", "settings": "--settings", "now": "--now"})
+    assert (named.message, named.hint, str(named)) == (
+        "--project and --settings exclude each other",
+        "drop --settings",
+        "--project and --settings exclude each other",
+    )
+    assert type(named) is UsageError and named.exit_code == 2 and named.params == ("project", "settings")
+    assert error.message == "`project` and `settings` exclude each other"
+    assert error.naming({"now": "--now"}) is error

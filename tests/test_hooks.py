@@ -86,7 +86,7 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeEngram:
     directory = tmp_path / "bin"
     directory.mkdir()
     engram = FakeEngram(directory)
-    monkeypatch.setattr("engram_cli.cli.hooks.engram_command", lambda db=None: [str(engram.path)])
+    monkeypatch.setattr("engram_cli.api.hooks.engram_command", lambda db=None: [str(engram.path)])
     return engram
 
 
@@ -109,7 +109,7 @@ def test_a_commit_does_not_wait_for_ingest_and_succeeds_even_when_engram_fails(
     cli: Any, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     slow_failing = FakeEngram(tmp_path, sleep=2, exit_code=1)
-    monkeypatch.setattr("engram_cli.cli.hooks.engram_command", lambda db=None: [str(slow_failing.path)])
+    monkeypatch.setattr("engram_cli.api.hooks.engram_command", lambda db=None: [str(slow_failing.path)])
     result = cli("hooks", "install", "git", "--repo", str(repo))
     assert "installed post-commit hook" in result.stdout
 

@@ -5,6 +5,10 @@ use, a damaged database, audit --strict problems, failed doctor checks); 2 usage
 flag values of the wrong kind, an engine UsageError); 75 busy (another compact or ingest holds the
 lock); 130 interrupted; 141 standard output closed early (`engram export | head`); 70 internal
 error (a bug: one line, the traceback with -vv).
+
+With --json (or recall's --format json) a failure is also one JSON document on stdout, the error
+envelope {"error": {"type", "message", "hint", "exit_code"}}, unless the command already printed
+its result there (`audit --strict` after its report): a script parses one document either way.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from engram_cli import __version__
+from engram_cli.api import __version__
 from engram_cli.errors import EngramError
 
 EXIT_INTERNAL = 70  # EX_SOFTWARE
@@ -26,6 +30,7 @@ EXIT_INTERRUPTED = 130
 EXIT_PIPE_CLOSED = 141  # what a shell reports for a process killed by SIGPIPE
 
 # How Typer (which may bring its own copy of click) signals usage errors (exit 2) and explicit exits.
+_USAGE_ERRORS: tuple[type[Any], ...] = (next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError"),)
 _FRAMEWORK_EXITS: tuple[type[Exception], ...] = (
     typer.Exit,
     typer.Abort,
@@ -34,6 +39,25 @@ _FRAMEWORK_EXITS: tuple[type[Exception], ...] = (
 
 # Python decodes argv with surrogateescape: a byte that is not UTF-8 arrives as a lone surrogate.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+_WANTS_JSON = "engram.wants_json"  # in the context's meta: the command line asked for JSON output
+_FLAGS_GIVEN = "engram.flags_given"  # in the context's meta: the long options on the command line
+
+# The flag of each library parameter an error may name (EngramError.param). An error says the flag
+# when it was on the command line; otherwise the parameter (a field of an eval query, say) keeps its name.
+FLAGS = {
+    "now": "--now",
+    "since": "--since",
+    "until": "--until",
+    "accessed_since": "--accessed-since",
+    "accessed_until": "--accessed-until",
+    "batch": "--batch",
+    "limit": "--limit",
+    "path": "--path",
+    "db": "--db",
+    "project": "--project",
+    "settings": "--settings",
+}
 
 
 class OutputClosed(Exception):
@@ -44,31 +68,79 @@ class OutputClosed(Exception):
 class _Group(TyperGroup):
     """Maps every outcome of every command to a message on stderr and an exit code."""
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        # Read before any option is: an unknown flag fails before the command could say it wants JSON.
+        ctx.meta[_WANTS_JSON] = asks_for_json(args)
+        ctx.meta[_FLAGS_GIVEN] = flags_given(args)
+        result: list[str] = super().parse_args(ctx, args)
+        return result
+
     def invoke(self, ctx: Any) -> Any:
+        from engram_cli import render
+
         try:
             return super().invoke(ctx)
-        except EngramError as exc:
-            from engram_cli import render
-
-            render.error(exc)
+        except EngramError as raised:
+            given = ctx.meta.get(_FLAGS_GIVEN, set())
+            exc = raised.naming({param: flag for param, flag in FLAGS.items() if flag in given})
+            render.error(exc, json=_envelope(ctx))
             _record_hook_failure(ctx, exc.exit_code, exc.message + (f" ({exc.hint})" if exc.hint else ""))
-            raise typer.Exit(exc.exit_code) from exc
+            raise typer.Exit(exc.exit_code) from raised
         except KeyboardInterrupt:
-            from engram_cli import render
-
             render.interrupted()
+            if _envelope(ctx):
+                render.error_document(
+                    "Interrupted", "interrupted; nothing half-written was kept", None, EXIT_INTERRUPTED
+                )
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except BrokenPipeError as exc:
             raise OutputClosed from exc
+        except _USAGE_ERRORS as exc:
+            # Click prints its own message and usage on stderr as it exits 2.
+            if _envelope(ctx):
+                where = getattr(getattr(exc, "ctx", None), "command_path", "engram")
+                hint = f"`{where} --help` lists the arguments and options"
+                render.error_document("UsageError", exc.format_message(), hint, exc.exit_code)
+            raise
         except _FRAMEWORK_EXITS:
-            raise  # usage errors (2) and explicit exits keep their codes
+            raise  # explicit exits keep their codes
         except Exception as exc:
-            from engram_cli import render
-
             verbose = getattr(ctx.obj, "verbose", 0)
             render.internal_error(exc, with_traceback=verbose >= 2)
+            if _envelope(ctx):
+                what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                render.error_document("InternalError", f"internal error ({what})", "run with -vv for the traceback",
+                                      EXIT_INTERNAL)  # fmt: skip
             _record_hook_failure(ctx, EXIT_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
             raise typer.Exit(EXIT_INTERNAL) from exc
+
+
+def asks_for_json(args: list[str]) -> bool:
+    """Whether a command line asks for JSON output: --json anywhere before ``--``, or --format json."""
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return False
+        if arg in ("--json", "--format=json", "-fjson") or (
+            arg in ("--format", "-f") and args[i + 1 : i + 2] == ["json"]
+        ):
+            return True
+    return False
+
+
+def flags_given(args: list[str]) -> set[str]:
+    """The long options on a command line (``--now`` of ``--now=2026-01-01`` too), up to ``--``."""
+    given: set[str] = set()
+    for arg in args:
+        if arg == "--":
+            break
+        if arg.startswith("--"):
+            given.add(arg.partition("=")[0])
+    return given
+
+
+def _envelope(ctx: Any) -> bool:
+    """An error envelope on stdout: JSON was asked for, and the command has not printed its result there."""
+    return bool(ctx.meta.get(_WANTS_JSON)) and not getattr(ctx.obj, "shown", False)
 
 
 def _record_hook_failure(ctx: Any, code: int, message: str) -> None:

@@ -16,6 +16,7 @@ class AppContext:
     db: str | None = None
     verbose: int = 0
     hook: str | None = None  # the hook that started this process (`--hook NAME`), if any
+    shown: bool = False  # the command's result is printed (a later failure adds no JSON document)
     _paths: configmod.Paths | None = field(default=None, repr=False)
     _config: configmod.Config | None = field(default=None, repr=False)
     _engram: Engram | None = field(default=None, repr=False)
@@ -46,9 +47,9 @@ class AppContext:
 
     def record_hook_failure(self, code: int, message: str) -> None:
         """Note a hook's failure in hooks.log under the data directory (never raises)."""
-        from engram_cli.integrations import hooklog
+        from engram_cli.api import hooks
 
-        hooklog.record(self.paths.data_dir / hooklog.LOG_FILE, self.hook or "hook", code, message)
+        hooks.record_hook_failure(self.paths, self.hook or "hook", code, message)
 
     def close(self) -> None:
         if self._engram is not None:

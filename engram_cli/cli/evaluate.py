@@ -6,18 +6,9 @@ from typing import Annotated
 
 import typer
 
-from engram_cli import render
-from engram_cli.cli.context import AppContext
+from engram_cli.api import system
+from engram_cli.cli.common import JsonOpt, app_context, read_lines, show
 from engram_cli.errors import UsageError
-from engram_cli.memory import evaluation
-
-MODES = ("hybrid", "bm25", "dense")
-
-
-def _app(ctx: typer.Context) -> AppContext:
-    obj = ctx.obj
-    assert isinstance(obj, AppContext)
-    return obj
 
 
 def _ks(text: str) -> list[int]:
@@ -45,7 +36,7 @@ def eval_(
     ] = "hybrid",
     per_query: Annotated[bool, typer.Option("--per-query", help="With --json: every query's hits.")] = False,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Rebuild the cached dataset database.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Recall@k, MRR, nDCG@10, interference and latency of recall on labelled queries.
 
@@ -53,26 +44,14 @@ def eval_(
     {"metadata": {key: value}}}. Without "namespace" a query searches every namespace.
     """
     ks = _ks(k)
-    modes = list(MODES) if mode == "all" else [mode]
-    if mode != "all" and mode not in MODES:
+    modes = list(system.EVAL_MODES) if mode == "all" else [mode]
+    if mode != "all" and mode not in system.EVAL_MODES:
         raise UsageError(f"unknown mode {mode!r}", hint="use hybrid, bm25, dense or all")
     if path is None and dataset is None:
         raise UsageError("give a queries file or --dataset DIR", hint="e.g. engram eval --dataset bench/dev-memory")
-    app = _app(ctx)
-    if dataset is not None:
-        from engram_cli.api import Engram
-
-        engram, queries = Engram.open_dataset(dataset, rebuild=rebuild)
-    else:
-        engram, queries = app.engram(), []
-    try:
-        if path is not None:
-            queries = evaluation.parse_queries(render.read_lines(path))
-        reports = [engram.evaluate(queries, ks=ks, mode=m) for m in modes]
-    finally:
-        if dataset is not None:
-            engram.close()
-    render.eval_reports(reports, as_json=as_json, per_query=per_query)
+    queries = system.parse_queries(read_lines(path)) if path is not None else []
+    run = system.evaluate(app_context(ctx).engram, queries, dataset=dataset, rebuild=rebuild, ks=ks, modes=modes)
+    show(ctx, run, json=as_json, per_query=per_query)
 
 
 def register(app: typer.Typer) -> None:

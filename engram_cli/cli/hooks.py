@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from engram_cli import render
-from engram_cli.cli.context import AppContext
-from engram_cli.errors import EngramError
-from engram_cli.integrations import assistants, check_database, engram_command, hooklog
-from engram_cli.integrations import git as githook
-from engram_cli.integrations import schedule as schedmod
-from engram_cli.project import project_namespace
+from engram_cli.api import hooks
+from engram_cli.cli.common import JsonOpt, app_context, show
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 RepoOpt = Annotated[
     Path | None, typer.Option("--repo", metavar="PATH", help="The repository (default: the current directory's).")
 ]
@@ -29,7 +22,7 @@ SettingsOpt = Annotated[
     Path | None, typer.Option("--settings", metavar="FILE", help="Exactly this settings file (overrides the default).")
 ]
 
-_UNSUPPORTED = ", ".join(assistants.UNSUPPORTED)
+_UNSUPPORTED = ", ".join(hooks.UNSUPPORTED)
 
 hooks_app = typer.Typer(
     help="Run engram from git and coding assistants: ingest after commits and sessions, memories at session start.",
@@ -47,12 +40,6 @@ hooks_app.add_typer(install_app, name="install")
 hooks_app.add_typer(uninstall_app, name="uninstall")
 
 
-def _app(ctx: typer.Context) -> AppContext:
-    obj = ctx.find_root().obj
-    assert isinstance(obj, AppContext)
-    return obj
-
-
 @install_app.command("git")
 def install_git(ctx: typer.Context, repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
     """A post-commit hook that starts `engram ingest --quiet --max-seconds 60` in the background.
@@ -60,27 +47,24 @@ def install_git(ctx: typer.Context, repo: RepoOpt = None, as_json: JsonOpt = Fal
     It never fails or slows a commit. An existing post-commit hook is kept beside it as
     post-commit.engram-chained and still runs, with its exit status. Honours core.hooksPath.
     """
-    app = _app(ctx)
-    check_database(app.db)
-    change = githook.install(engram_command(app.db), repo, log_file=app.paths.data_dir / hooklog.LOG_FILE)
-    render.git_hook_change(change, as_json=as_json)
+    state = app_context(ctx)
+    show(ctx, hooks.install_git(state.paths, state.db, repo), json=as_json)
 
 
 @uninstall_app.command("git")
-def uninstall_git(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
+def uninstall_git(ctx: typer.Context, repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
     """Remove engram's post-commit hook and put back the one it chained, byte for byte."""
-    render.git_hook_change(githook.uninstall(repo), as_json=as_json)
+    show(ctx, hooks.uninstall_git(repo), json=as_json)
 
 
 def _install_assistant(name: str) -> Callable[..., None]:
-    a = assistants.ASSISTANTS[name]
+    a = hooks.ASSISTANTS[name]
 
     def command(
         ctx: typer.Context, project: ProjectOpt = None, settings: SettingsOpt = None, as_json: JsonOpt = False
     ) -> None:
-        path = assistants.settings_path(a, project=project, settings=settings)
-        check_database(_app(ctx).db)
-        render.settings_change(assistants.install(a, path, engram_command(_app(ctx).db)), as_json=as_json)
+        change = hooks.install_assistant(name, app_context(ctx).db, project=project, settings=settings)
+        show(ctx, change, json=as_json)
 
     when = a.ingest_event
     if a.ingest_event == a.context_event:
@@ -88,23 +72,24 @@ def _install_assistant(name: str) -> Callable[..., None]:
     command.__doc__ = (
         f"{a.title}: the project's memories at {a.context_event}; `engram ingest {a.name}` in the background "
         f"at {when}.\n\nMerges into {a.user_settings()} (or the project's {a.project_file}), keeping every other "
-        f"key and hook; backs the file up once as *{assistants.BACKUP_SUFFIX}; refuses a file that is not valid JSON."
+        f"key and hook; backs the file up once as *{hooks.BACKUP_SUFFIX}; refuses a file that is not valid JSON."
     )
     return command
 
 
 def _uninstall_assistant(name: str) -> Callable[..., None]:
-    a = assistants.ASSISTANTS[name]
+    a = hooks.ASSISTANTS[name]
 
-    def command(project: ProjectOpt = None, settings: SettingsOpt = None, as_json: JsonOpt = False) -> None:
-        path = assistants.settings_path(a, project=project, settings=settings)
-        render.settings_change(assistants.uninstall(a, path), as_json=as_json)
+    def command(
+        ctx: typer.Context, project: ProjectOpt = None, settings: SettingsOpt = None, as_json: JsonOpt = False
+    ) -> None:
+        show(ctx, hooks.uninstall_assistant(name, project=project, settings=settings), json=as_json)
 
     command.__doc__ = f"Remove engram's {a.title} hooks (only those) from its settings."
     return command
 
 
-for _name in assistants.ASSISTANTS:
+for _name in hooks.ASSISTANTS:
     install_app.command(_name)(_install_assistant(_name))
     uninstall_app.command(_name)(_uninstall_assistant(_name))
 
@@ -112,15 +97,15 @@ for _name in assistants.ASSISTANTS:
 @hooks_app.command("context")
 def context(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(metavar="ASSISTANT", help=f"{', '.join(assistants.ASSISTANTS)}.")],
+    name: Annotated[str, typer.Argument(metavar="ASSISTANT", help=f"{', '.join(hooks.ASSISTANTS)}.")],
     directory: Annotated[
         Path | None,
         typer.Option("--dir", metavar="PATH", help="The project (default: the assistant's project dir, or here)."),
     ] = None,
-    k: Annotated[int, typer.Option("-k", min=1, help="At most this many memories.")] = assistants.CONTEXT_K,
+    k: Annotated[int, typer.Option("-k", min=1, help="At most this many memories.")] = hooks.CONTEXT_K,
     budget: Annotated[
         int, typer.Option("--budget", min=1, help="Stop before this many tokens.")
-    ] = assistants.CONTEXT_BUDGET,
+    ] = hooks.CONTEXT_BUDGET,
 ) -> None:
     """What a SessionStart hook runs: the project's memories as a card, in the assistant's format.
 
@@ -128,19 +113,11 @@ def context(
     importance and freshness decide. Reading does not count as an access. Prints nothing when there
     is nothing to say, and never fails the session: a problem is one line on stderr.
     """
-    a = assistants.assistant(name)
-    app = _app(ctx)
-    namespace = project_namespace(assistants.project_dir(a, directory))
-    if not app.paths.db.exists():  # no memories yet, and a session start is no reason to create a database
-        return
-    try:
-        hits = app.engram().recall(namespace, k=k, namespace=namespace, bump=False)
-    except EngramError as exc:
-        render.note(f"engram: no memories for this session: {exc.message}")
-        if app.hook:
-            app.record_hook_failure(exc.exit_code, exc.message)
-        return
-    render.session_context(hits, budget=budget, as_hook_json=a.context_as_json)
+    state = app_context(ctx)
+    result = hooks.session_context(name, state.paths, state.engram, directory=directory, k=k, budget=budget)
+    show(ctx, result)
+    if result.problem is not None and state.hook:
+        state.record_hook_failure(result.problem.exit_code, result.problem.message)
 
 
 def schedule(ctx: typer.Context, as_json: JsonOpt = False) -> None:
@@ -149,12 +126,8 @@ def schedule(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     Each line uses this engram's absolute path, carries ENGRAM_HOME/ENGRAM_DB and the like when they are
     set, and appends its output to cron.log in engram's data directory. Add them with `crontab -e`.
     """
-    app = _app(ctx)
-    check_database(app.db)
-    plan = schedmod.plan(engram_command(app.db), app.paths.data_dir / schedmod.LOG_FILE, os.environ)
-    render.schedule(plan, as_json=as_json)
-    if not as_json and not plan.log.parent.is_dir():
-        render.note(f"{plan.log.parent} does not exist yet: create it first (mkdir -p), or cron cannot log there")
+    state = app_context(ctx)
+    show(ctx, hooks.schedule(state.paths, state.db), json=as_json)
 
 
 def register(app: typer.Typer) -> None:

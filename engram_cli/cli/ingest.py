@@ -8,14 +8,9 @@ from typing import Annotated
 import typer
 
 from engram_cli import render
-from engram_cli.cli.context import AppContext
+from engram_cli.api import SourceListing
+from engram_cli.cli.common import JsonReportOpt, app_context, show
 from engram_cli.errors import EngramError, UsageError
-
-
-def _app(ctx: typer.Context) -> AppContext:
-    obj = ctx.obj
-    assert isinstance(obj, AppContext)
-    return obj
 
 
 def ingest(
@@ -43,24 +38,24 @@ def ingest(
         ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing unless something fails.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,
+    as_json: JsonReportOpt = False,
 ) -> None:
     """Turn coding-assistant logs, shell history and notes into memories: incremental, idempotent, redacted.
 
     Run it twice and the second run adds nothing; interrupt it and the next run finishes the job.
     """
-    engram = _app(ctx).engram()
+    engram = app_context(ctx).engram()
     if list_:
         if dry_run or path:
             raise UsageError("--list shows what is there; it takes no --dry-run or --path")
-        render.ingest_sources(engram.ingest_sources(), as_json=as_json)
+        show(ctx, SourceListing(engram.ingest_sources()), json=as_json)
         return
     with render.progress("ingesting") as advance:
         report = engram.ingest(
             source, path=path, dry_run=dry_run, namespace=namespace, max_seconds=max_seconds, progress=advance
         )
     verbose = logging.getLogger("engram_cli").isEnabledFor(logging.INFO)
-    render.ingest_report(report, as_json=as_json, quiet=quiet, verbose=verbose)
+    show(ctx, report, json=as_json, quiet=quiet, verbose=verbose)
     if report.errors:
         raise EngramError(
             f"{len(report.errors)} file(s) could not be ingested; the rest was",

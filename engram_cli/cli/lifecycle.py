@@ -1,4 +1,4 @@
-"""decay, touch."""
+"""decay, compact, touch, history, export, import, reembed."""
 
 from __future__ import annotations
 
@@ -7,15 +7,9 @@ from typing import Annotated
 import typer
 
 from engram_cli import render
-from engram_cli.cli.context import AppContext
+from engram_cli.api import History, Touched
+from engram_cli.cli.common import JsonOpt, JsonReportOpt, JsonSummaryOpt, app_context, read_lines, show
 from engram_cli.errors import EngramError, InvalidInput, UsageError
-
-
-def _app(ctx: typer.Context) -> AppContext:
-    obj = ctx.obj
-    assert isinstance(obj, AppContext)
-    return obj
-
 
 # Options the maintenance verbs share: they run over every namespace unless told otherwise.
 NowOption = Annotated[
@@ -31,11 +25,10 @@ def decay(
     now: NowOption = None,
     namespace: AllNamespacesOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; change nothing.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
+    as_json: JsonSummaryOpt = False,
 ) -> None:
     """Recompute decay scores and archive faded memories. Quiet unless something changed (for cron)."""
-    report = _app(ctx).engram().decay(now=now, namespace=namespace, dry_run=dry_run)
-    render.decay_report(report, as_json=as_json)
+    show(ctx, app_context(ctx).engram().decay(now=now, namespace=namespace, dry_run=dry_run), json=as_json)
 
 
 def compact(
@@ -43,7 +36,7 @@ def compact(
     now: NowOption = None,
     namespace: AllNamespacesOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,
+    as_json: JsonReportOpt = False,
 ) -> None:
     """Consolidate episodes into semantic memories, fold near duplicates, archive what faded, enforce the cap.
 
@@ -52,8 +45,8 @@ def compact(
     while one is going exits at once (code 75).
     """
     with render.progress("compacting") as advance:
-        report = _app(ctx).engram().compact(now=now, namespace=namespace, dry_run=dry_run, progress=advance)
-    render.compact_report(report, as_json=as_json)
+        report = app_context(ctx).engram().compact(now=now, namespace=namespace, dry_run=dry_run, progress=advance)
+    show(ctx, report, json=as_json)
     if report.errors:
         raise EngramError(
             f"{len(report.errors)} clusters were left as they are because summarizer.command failed",
@@ -64,12 +57,12 @@ def compact(
 def touch(
     ctx: typer.Context,
     memory_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Memory ids or unique prefixes.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Remember again: count an access, restore full freshness, bring an archived memory back."""
     if not memory_ids:
         raise UsageError("give at least one memory id")
-    render.touched(_app(ctx).engram().touch(memory_ids), as_json=as_json)
+    show(ctx, Touched(app_context(ctx).engram().touch(memory_ids)), json=as_json)
 
 
 def history(
@@ -81,17 +74,17 @@ def history(
     kind: Annotated[
         list[str] | None, typer.Option("--kind", help="Only events of this kind (created, merged, …; repeatable).")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """What changed: one memory's history, or the latest events of the whole database."""
-    engram = _app(ctx).engram()
+    engram = app_context(ctx).engram()
     if memory_id is not None:
         _, events = engram.history(memory_id)
         if kind:
             events = [e for e in events if e.kind in kind]
     else:
         events = engram.events(limit=limit, kinds=kind)
-    render.events(events, as_json=as_json)
+    show(ctx, History(events), json=as_json)
 
 
 def export(
@@ -106,25 +99,25 @@ def export(
     """Write memories as JSONL: one per line with tags, sources, metadata and events."""
     if namespace and all_namespaces:
         raise UsageError("--namespace and --all-namespaces exclude each other")
-    records = _app(ctx).engram().export(with_vectors=with_vectors, namespace=namespace, all_namespaces=all_namespaces)
-    count = render.jsonl(records, path)
-    if path not in (None, "-"):
-        render.note(f"exported {count} memories to {path}")
+    records = (
+        app_context(ctx).engram().export(with_vectors=with_vectors, namespace=namespace, all_namespaces=all_namespaces)
+    )
+    render.export(records, path)
 
 
 def import_(
     ctx: typer.Context,
     path: Annotated[str, typer.Argument(metavar="FILE", help="A JSONL export, or - for standard input.")],
     atomic: Annotated[bool, typer.Option("--atomic", help="Import nothing if any line is bad.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
+    as_json: JsonSummaryOpt = False,
 ) -> None:
     """Read memories written by `engram export`, or minimal records with the fields `engram add` takes.
 
     Every text is redacted before it is stored. Bad lines are reported by number and skipped;
     when no line could be imported, the exit status is 1.
     """
-    report = _app(ctx).engram().import_lines(render.read_lines(path), atomic=atomic)
-    render.import_report(report, as_json=as_json)
+    report = app_context(ctx).engram().import_lines(read_lines(path), atomic=atomic)
+    show(ctx, report, json=as_json)
     if report.errors and not report.imported:
         raise InvalidInput(
             f"nothing was imported: {len(report.errors)} bad line(s)",
@@ -137,12 +130,12 @@ def reembed(
     model: Annotated[str, typer.Option("--model", help="Bundled model id (see `engram models`).")],
     batch: Annotated[int, typer.Option("--batch", min=1, help="Memories per transaction.")] = 64,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Stop after this many.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
+    as_json: JsonSummaryOpt = False,
 ) -> None:
     """Re-embed memories with another model, in resumable batches; it becomes active when all are done."""
     with render.progress("re-embedding") as advance:
-        report = _app(ctx).engram().reembed(model, batch=batch, limit=limit, progress=advance)
-    render.reembed_report(report, as_json=as_json)
+        report = app_context(ctx).engram().reembed(model, batch=batch, limit=limit, progress=advance)
+    show(ctx, report, json=as_json)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,4 +1,4 @@
-"""audit."""
+"""audit, recover."""
 
 from __future__ import annotations
 
@@ -7,14 +7,8 @@ from typing import Annotated
 import typer
 
 from engram_cli import render
-from engram_cli.cli.context import AppContext
+from engram_cli.cli.common import app_context, show
 from engram_cli.errors import ProblemsRemain
-
-
-def _app(ctx: typer.Context) -> AppContext:
-    obj = ctx.obj
-    assert isinstance(obj, AppContext)
-    return obj
 
 
 def audit(
@@ -43,8 +37,8 @@ def audit(
     as_json: Annotated[bool, typer.Option("--json", help="Print the full report as JSON.")] = False,
 ) -> None:
     """Report the store's health: stale, duplicate or conflicting memories, secrets, index and file damage."""
-    report = _app(ctx).engram().audit(namespace=namespace, fix=fix, quick=quick, now=now)
-    render.audit_report(report, as_json=as_json)
+    report = app_context(ctx).engram().audit(namespace=namespace, fix=fix, quick=quick, now=now)
+    show(ctx, report, json=as_json)
     if report.damage is not None:
         raise report.damage
     if strict and report.problems:
@@ -70,12 +64,12 @@ def recover(
     Vectors that no longer read are made again from their memory's text, and the keyword index
     is rebuilt. The report says what was saved and lost per table, and how to switch to the new file.
     """
-    from engram_cli.api import Engram
+    from engram_cli.api import Engram  # numpy and SQLite only for the commands that open a store
 
-    app = _app(ctx)
+    state = app_context(ctx)
     with render.progress("recovering") as advance:
-        report = Engram.recover(output=output, config=app.config, paths=app.paths, progress=advance)
-    render.recover_report(report, as_json=as_json)
+        report = Engram.recover(output=output, config=state.config, paths=state.paths, progress=advance)
+    show(ctx, report, json=as_json)
 
 
 def register(app: typer.Typer) -> None:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
 
-from engram_cli import render
-from engram_cli.cli.context import AppContext
+from engram_cli.api import Forgotten, Recalled
+from engram_cli.cli.common import JsonOpt, app_context, read_stdin, show
 from engram_cli.errors import UsageError
 
 NamespaceOpt = Annotated[
@@ -32,7 +31,6 @@ AccessedUntilOpt = Annotated[
 SessionOpt = Annotated[str | None, typer.Option("--session", help="Only memories of this session id.")]
 ArchivedOpt = Annotated[bool, typer.Option("--include-archived", help="Also archived memories.")]
 SupersededOpt = Annotated[bool, typer.Option("--include-superseded", help="Also superseded memories.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 class Format(StrEnum):
@@ -40,23 +38,6 @@ class Format(StrEnum):
     json = "json"
     card = "card"
     markdown = "markdown"
-
-
-def _app(ctx: typer.Context) -> AppContext:
-    obj = ctx.obj
-    assert isinstance(obj, AppContext)
-    return obj
-
-
-def _read_stdin() -> str:
-    """Standard input as text; bytes that are not UTF-8 become U+FFFD (said on stderr), never an error."""
-    stream = getattr(sys.stdin, "buffer", None)
-    data: bytes = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
-    text = data.decode("utf-8", errors="replace")
-    bad = text.count("\ufffd") - data.count("\ufffd".encode())
-    if bad:
-        render.note(f"standard input held {bad} byte sequence(s) that are not UTF-8; each became U+FFFD")
-    return text
 
 
 def _meta(pairs: list[str] | None) -> dict[str, Any]:
@@ -92,14 +73,14 @@ def add(
     as_json: JsonOpt = False,
 ) -> None:
     """Remember TEXT. Prints its id; says so when it merged into an existing memory."""
-    content = _read_stdin() if text == "-" else text
+    content = read_stdin() if text == "-" else text
     fields: dict[str, Any] = {
         "type": mtype, "namespace": namespace, "agent": agent, "importance": importance, "tags": tag or [],
         "source": {"kind": "cli", "ref": source} if source else {"kind": "cli"}, "session": session,
         "created_at": at, "metadata": _meta(meta), "supersedes": supersedes,
     }  # fmt: skip
-    result = _app(ctx).engram().add(content, no_merge=no_merge, keep_secrets=keep_secrets, **fields)
-    render.added([result], as_json=as_json)
+    result = app_context(ctx).engram().add(content, no_merge=no_merge, keep_secrets=keep_secrets, **fields)
+    show(ctx, result, json=as_json)
 
 
 def recall(
@@ -136,17 +117,17 @@ def recall(
     if namespace and all_namespaces:
         raise UsageError("--namespace and --all-namespaces exclude each other")
     if query == "-":
-        query = _read_stdin()
-    engram = _app(ctx).engram()
-    if engram.read_only and not no_touch and engram.settings.recall.bump:
-        render.note(f"the database {engram.path} is read-only: access counts are not updated")
+        query = read_stdin()
+    engram = app_context(ctx).engram()
+    unbumped = engram.read_only and not no_touch and engram.settings.recall.bump
     hits = engram.recall(
         query, k=k, namespace=namespace, all_namespaces=all_namespaces, agent=agent, type=mtype, tags=tag,
         since=since, until=until, accessed_since=accessed_since, accessed_until=accessed_until, session=session,
         embedding_model=model, include_archived=include_archived, include_superseded=include_superseded,
         bump=False if no_touch else None, now=now,
     )  # fmt: skip
-    render.hits(hits, fmt="json" if as_json else fmt.value, explain=explain, budget=budget)
+    recalled = Recalled(hits, read_only=engram.path if unbumped else None)
+    show(ctx, recalled, json=as_json or fmt == Format.json, fmt=fmt.value, explain=explain, budget=budget)
 
 
 def inspect(
@@ -155,10 +136,7 @@ def inspect(
     as_json: JsonOpt = False,
 ) -> None:
     """Everything about one memory: fields, tags, sources, history and score factors."""
-    from engram_cli.memory.manage import score_factors
-
-    memory, events = _app(ctx).engram().history(memory_id)
-    render.inspect(memory, events, score_factors(memory), as_json=as_json)
+    show(ctx, app_context(ctx).engram().inspect(memory_id), json=as_json)
 
 
 def list_(
@@ -186,16 +164,13 @@ def list_(
     if namespace and all_namespaces:
         raise UsageError("--namespace and --all-namespaces exclude each other")
     statuses = ["active", "superseded", "archived"] if all_statuses else status
-    engram = _app(ctx).engram()
+    engram = app_context(ctx).engram()
     flt = engram.filters(
         namespace=namespace, all_namespaces=all_namespaces, agent=agent, type=mtype, tags=tag, since=since,
         until=until, accessed_since=accessed_since, accessed_until=accessed_until, session=session, status=statuses,
         include_archived=include_archived,
     )  # fmt: skip
-    memories = engram.list(limit=limit, offset=offset, filters=flt)
-    # Counted only when the page is full: a short page already says it is everything.
-    total = engram.count(filters=flt) if len(memories) == limit else None
-    render.memory_list(memories, as_json=as_json, total=total, offset=offset)
+    show(ctx, engram.page(flt, limit=limit, offset=offset), json=as_json)
 
 
 def forget(
@@ -207,7 +182,7 @@ def forget(
     as_json: JsonOpt = False,
 ) -> None:
     """Archive memories (out of recall, still inspectable), or purge them with --hard."""
-    render.forgotten(_app(ctx).engram().forget(memory_ids, hard=hard), as_json=as_json)
+    show(ctx, Forgotten(app_context(ctx).engram().forget(memory_ids, hard=hard)), json=as_json)
 
 
 def register(app: typer.Typer) -> None:

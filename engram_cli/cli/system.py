@@ -7,55 +7,39 @@ from typing import Annotated
 import typer
 
 from engram_cli import config as configmod
-from engram_cli import render
-from engram_cli.cli.context import AppContext
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+from engram_cli.api import ConfigChange, ConfigListing, system
+from engram_cli.cli.common import JsonOpt, app_context, show
 
 config_app = typer.Typer(help="Show, locate, change or unset settings (config.toml).", no_args_is_help=True)
 
 
-def _app(ctx: typer.Context) -> AppContext:
-    obj = ctx.find_root().obj
-    assert isinstance(obj, AppContext)
-    return obj
-
-
 def models(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """List the bundled embedding models; * marks the active one."""
-    from engram_cli import doctor
-
-    app = _app(ctx)
-    active = app.config.settings.model
-    counts: dict[str, int] = {}
-    if app.paths.db.exists():
-        engram = app.engram()
-        active = engram.active_model
-        counts = engram.store.memories.count_by_model()
-    render.models(doctor.model_rows(active, counts), as_json=as_json)
+    state = app_context(ctx)
+    # Without a database, the configured model is the one a new database would use.
+    listing = state.engram().models() if state.paths.db.exists() else system.models(state.config.settings.model)
+    show(ctx, listing, json=as_json)
 
 
 def doctor_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Check that the database opens, sqlite-vec loads, models load and permissions are right."""
-    from engram_cli import doctor
-
-    results = doctor.run(_app(ctx).paths)
-    render.checks(results, as_json=as_json)
-    if any(r["status"] == "fail" for r in results):
+    report = system.doctor(app_context(ctx).paths)
+    show(ctx, report, json=as_json)
+    if report.failed:
         raise typer.Exit(1)
 
 
 @config_app.command("show")
 def config_show(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Print every setting, its value and where it came from (problems in config.toml go to stderr)."""
-    cfg = _app(ctx).config
-    render.config_table(cfg.flat(), cfg.origins, {k: spec.doc for k, spec in configmod.KEYS.items()}, as_json=as_json)
+    cfg = app_context(ctx).config
+    show(ctx, ConfigListing(cfg.flat(), cfg.origins, configmod.docs()), json=as_json)
 
 
 @config_app.command("path")
 def config_path(ctx: typer.Context) -> None:
     """Print the path of config.toml (it may not exist yet)."""
-    render.out(str(_app(ctx).paths.config_file))
+    show(ctx, app_context(ctx).paths.config_file)
 
 
 @config_app.command("set")
@@ -65,8 +49,7 @@ def config_set(
     value: Annotated[str, typer.Argument(help="New value; 'none' returns it to the default.")],
 ) -> None:
     """Change one setting in config.toml, keeping its comments and layout."""
-    stored = configmod.set_value(_app(ctx).paths, key, value)
-    render.out(f"{key} = {'default' if stored is None else stored}")
+    show(ctx, ConfigChange(key, configmod.set_value(app_context(ctx).paths, key, value)))
 
 
 @config_app.command("unset")
@@ -75,8 +58,7 @@ def config_unset(
     key: Annotated[str, typer.Argument(help="Setting to return to its default (or an unknown key to remove).")],
 ) -> None:
     """Remove one key from config.toml, keeping the rest of the file as it is."""
-    removed = configmod.unset_value(_app(ctx).paths, key)
-    render.config_unset(key, removed)
+    show(ctx, ConfigChange(key, changed=configmod.unset_value(app_context(ctx).paths, key)))
 
 
 def register(app: typer.Typer) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from engram_cli.config.editing import set_value, unset_value
 from engram_cli.config.loading import ENV_OVERRIDES, Config, load, read_file
 from engram_cli.config.paths import APP_NAME, DB_FILENAME, Paths
-from engram_cli.config.schema import KEYS, coerce, flat
+from engram_cli.config.schema import KEYS, coerce, docs, flat
 from engram_cli.config.settings import Settings
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "Paths",
     "Settings",
     "coerce",
+    "docs",
     "flat",
     "load",
     "read_file",

@@ -63,6 +63,11 @@ def _walk(cls: type, prefix: str = "") -> Iterator[Key]:
 KEYS: dict[str, Key] = {key.name: key for key in _walk(Settings)}
 
 
+def docs() -> dict[str, str]:
+    """Every setting's one-line description, by dotted key."""
+    return {name: key.doc for name, key in KEYS.items()}
+
+
 def key(name: str) -> Key:
     """The setting called ``name``; a UsageError for a name engram does not know."""
     try:

@@ -448,7 +448,7 @@ def _files(imp: Importer, path: Path | None, env: Mapping[str, str], home: Path)
     if path is None:
         return sorted(set(imp.locate(env, home)))
     if not os.path.lexists(path):
-        raise NotFound(f"{path} does not exist", hint="check the path given with --path")
+        raise NotFound(f"{path} does not exist", hint="check the path given with `path`", param="path")
     if not path.is_dir() and files.irregular(path) is not None:
         return [path]  # a FIFO, a loop …: reported as skipped, rather than as nothing found
     return sorted(set(imp.files(path)))
@@ -458,7 +458,9 @@ def source_names(source: str | None, path: Path | None) -> list[str]:
     names = list(dict.fromkeys(SOURCES))
     if source is None:
         if path is not None:
-            raise UsageError("--path needs a source", hint="e.g. engram ingest aider --path ~/src/webshop")
+            raise UsageError(
+                "`path` needs a source", hint="e.g. engram ingest aider --path ~/src/webshop", param="path"
+            )
         return names
     if source not in SOURCES:
         raise UsageError(f"unknown source {source!r}", hint=f"the sources are: {', '.join(names)}")

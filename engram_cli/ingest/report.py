@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from engram_cli.lang import redact
 from engram_cli.lang.text import clean
+from engram_cli.serialize import to_json
 
 # Notes kept per source for --verbose; past this the count in ``skipped`` still says how many.
 MAX_NOTES = 1000
@@ -31,19 +32,6 @@ class Planned:
     content: str
     action: str = "new"  # new | updated | unchanged | created | merged | duplicate
     memory_id: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "session": self.session,
-            "key": self.key,
-            "namespace": self.namespace,
-            "type": self.type,
-            "importance": self.importance,
-            "content": self.content,
-            "action": self.action,
-            "memory_id": self.memory_id,
-        }
 
 
 @dataclass
@@ -71,7 +59,8 @@ class SourceReport:
         """A file that could not be ingested this time (it is read again on the next run)."""
         self.errors.append(clean(message))
 
-    def to_dict(self) -> dict[str, Any]:
+    def json_form(self, **options: Any) -> dict[str, Any]:
+        # Counts by outcome rather than the list of actions; the memories that stayed unchanged are left out.
         return {
             "source": self.name,
             "files": self.files,
@@ -83,12 +72,21 @@ class SourceReport:
             "redacted": dict(self.redacted),
             "skipped": dict(self.skipped),
             "errors": self.errors,
-            "memories": [m.to_dict() for m in self.memories if m.action != "unchanged"],
+            "memories": to_json([m for m in self.memories if m.action != "unchanged"], **options),
         }
 
 
 @dataclass
 class IngestReport:
+    json_keys: ClassVar[tuple[str, ...]] = (
+        "dry_run",
+        "stopped_early",
+        "abandoned",
+        "found_nothing",
+        "looked",
+        "sources",
+    )
+
     dry_run: bool
     sources: list[SourceReport] = field(default_factory=list)
     stopped_early: bool = False  # --max-seconds ran out; the next run continues
@@ -105,13 +103,3 @@ class IngestReport:
     @property
     def found_nothing(self) -> bool:
         return bool(self.looked)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "dry_run": self.dry_run,
-            "stopped_early": self.stopped_early,
-            "abandoned": self.abandoned,
-            "found_nothing": self.found_nothing,
-            "looked": self.looked,
-            "sources": [s.to_dict() for s in self.sources],
-        }

@@ -64,16 +64,21 @@ def check_database(db: str | None) -> None:
     path = Path(db).expanduser()
     redo = "fix the path and run the install again"
     if path.is_dir():
-        raise IntegrationError(f"--db {db} is a directory, not a database file", hint=redo)
+        raise IntegrationError(f"`db` {db} is a directory, not a database file", hint=redo, param="db")
     if path.exists():
         if not os.access(path, os.R_OK | os.W_OK):
-            raise IntegrationError(f"--db {db}: the file is not readable and writable", hint=f"chmod 600 {path}")
+            raise IntegrationError(
+                f"`db` {db}: the file is not readable and writable", hint=f"chmod 600 {path}", param="db"
+            )
         return
     parent = path.parent
     if not parent.is_dir():
         raise IntegrationError(
-            f"--db {db}: the directory {parent} does not exist, so every run of the hook would fail",
+            f"`db` {db}: the directory {parent} does not exist, so every run of the hook would fail",
             hint=f"create it first (mkdir -p {shlex.quote(str(parent))}), or {redo}",
+            param="db",
         )
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise IntegrationError(f"--db {db}: cannot create a database in {parent} (permission denied)", hint=redo)
+        raise IntegrationError(
+            f"`db` {db}: cannot create a database in {parent} (permission denied)", hint=redo, param="db"
+        )

@@ -124,13 +124,13 @@ def assistant(name: str) -> Assistant:
 def settings_path(a: Assistant, *, project: Path | None = None, settings: Path | None = None) -> Path:
     """The file to change: --settings as given, --project's file, or the user-level one."""
     if project is not None and settings is not None:
-        raise UsageError("--project and --settings exclude each other")
+        raise UsageError("`project` and `settings` exclude each other", param=("project", "settings"))
     if settings is not None:
         return settings.expanduser().absolute()
     if project is not None:
         root = project.expanduser().absolute()
         if not root.is_dir():
-            raise UsageError(f"--project {project}: no such directory")
+            raise UsageError(f"`project` {project}: no such directory", param="project")
         return root / a.project_file
     return a.user_settings().absolute()
 
@@ -173,12 +173,6 @@ class SettingsChange:
     events: list[str] = field(default_factory=list)
     backup: Path | None = None
     next_step: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "assistant": self.assistant, "path": str(self.path), "action": self.action, "events": self.events,
-            "backup": str(self.backup) if self.backup else None, "next_step": self.next_step,
-        }  # fmt: skip
 
 
 def _is_ours(hook: Any) -> bool:

@@ -19,7 +19,6 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from engram_cli.errors import IntegrationError
 from engram_cli.integrations import MARKER, shell_join, write_atomic
@@ -74,9 +73,6 @@ class GitHookChange:
     action: str  # installed, updated, unchanged, removed, restored, absent
     hook: Path
     chained: Path | None = None  # the earlier hook, kept beside ours (install) or put back (uninstall)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"action": self.action, "hook": str(self.hook), "chained": str(self.chained) if self.chained else None}
 
 
 def _digest(body: str) -> str:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from engram_cli.errors import InvalidInput
+from engram_cli.serialize import json_meta
 from engram_cli.timeutil import from_iso, iso_now
 
 LOG_FILE = "hooks.log"
@@ -29,11 +29,8 @@ MESSAGE_CHARS = 500
 class Failure:
     at: str
     hook: str
-    code: int
+    code: int = field(metadata=json_meta(key="exit_code"))
     message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"at": self.at, "hook": self.hook, "exit_code": self.code, "message": self.message}
 
 
 def _one_line(text: str) -> str:

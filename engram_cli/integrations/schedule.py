@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import ClassVar
 
 from engram_cli.config import ENV_OVERRIDES
 
@@ -55,18 +55,15 @@ class ScheduledJob:
     why: str
     line: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "when": self.when, "command": self.command, "why": self.why, "line": self.line}
-
 
 @dataclass
 class Schedule:
+    json_keys: ClassVar[tuple[str, ...]] = ("log", "env", "jobs")  # where the output goes, before what runs
+
     jobs: list[ScheduledJob]
     log: Path
     env: dict[str, str]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"log": str(self.log), "env": self.env, "jobs": [j.to_dict() for j in self.jobs]}
+    log_dir_exists: bool = True  # when not, cron cannot append to the log (said on the terminal, not in JSON)
 
 
 def _cron_escape(text: str) -> str:
@@ -84,4 +81,4 @@ def plan(engram: Sequence[str], log: Path, env: Mapping[str, str]) -> Schedule:
         command = [*engram, *job.args]
         line = f"{job.when} {_cron_escape(f'{prefix}{shlex.join(command)} >> {shlex.quote(str(log))} 2>&1')}"
         jobs.append(ScheduledJob(job.name, job.when, command, job.why, line))
-    return Schedule(jobs, log, carried)
+    return Schedule(jobs, log, carried, log_dir_exists=log.parent.is_dir())

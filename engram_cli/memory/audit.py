@@ -54,6 +54,7 @@ from engram_cli.memory.similarity import (
     topic_overlap,
     topic_terms,
 )
+from engram_cli.serialize import to_json
 from engram_cli.store.database import damaged
 from engram_cli.store.db import Store
 from engram_cli.store.memories import MemoryRow
@@ -165,7 +166,8 @@ class Check:
     def problem(self) -> bool:
         return self.severity != INFO and self.count > 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def json_form(self, **options: Any) -> dict[str, Any]:
+        # "found" is the count before --fix, whether or not it ran; a hint only for a check that found something.
         return {
             "name": self.name,
             "title": self.title,
@@ -206,7 +208,8 @@ class AuditReport:
         remaining = [c for c in self.checks if c.count]
         return sorted(remaining, key=lambda c: (not c.problem, self.checks.index(c)))
 
-    def to_dict(self) -> dict[str, Any]:
+    def json_form(self, **options: Any) -> dict[str, Any]:
+        # A verdict (ok, the names of the problems) before the checks; what is left, with its hints, last.
         return {
             "database": self.database,
             "now": self.now,
@@ -215,13 +218,17 @@ class AuditReport:
             "quick": self.quick,
             "ok": not self.problems,
             "problems": [c.name for c in self.problems],
-            "checks": [c.to_dict() for c in self.checks],
-            "actions": [a.to_dict() for a in self.actions],
+            "checks": to_json(self.checks, **options),
+            "actions": to_json(self.actions, **options),
             "left_for_a_person": [
                 {"check": c.name, "count": c.count, "problem": c.problem, "hint": c.hint}
                 for c in self.left_for_a_person()
             ],
         }
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form, as `audit --json` prints it."""
+        return self.json_form()
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from engram_cli.memory import records
 from engram_cli.memory.model import Filters, Memory, Source
 from engram_cli.memory.remember import MAX_CONTENT_CHARS, MERGE_IMPORTANCE_BOOST
 from engram_cli.memory.similarity import merge_decision, stem
+from engram_cli.serialize import to_json
 from engram_cli.store.db import Store
 from engram_cli.timeutil import from_iso, now, to_iso
 
@@ -146,7 +147,8 @@ class Cluster:
     memory_id: str | None = None  # set when written (or, dry run, left None)
     promoted: bool = False  # the summary was one episode's own words: that episode became the fact
 
-    def to_dict(self) -> dict[str, Any]:
+    def json_form(self, **options: Any) -> dict[str, Any]:
+        # The episodes as a person checks them (id, text, date); the vector and the model stay inside.
         return {
             "namespace": self.namespace,
             "agent": self.agent,
@@ -169,7 +171,8 @@ class Fold:
     winner_pk: int
     similarity: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def json_form(self, **options: Any) -> dict[str, Any]:
+        # The folded memory by id and text, and the id it went into (row keys stay inside).
         return {
             "kind": self.kind,
             "namespace": self.namespace,
@@ -201,7 +204,8 @@ class CompactReport:
     def changed(self) -> bool:
         return bool(self.clusters or self.folds or self.capped or (self.decay and self.decay.changes))
 
-    def to_dict(self) -> dict[str, Any]:
+    def json_form(self, **options: Any) -> dict[str, Any]:
+        # Counts first, for scripts and cron mail; then the clusters and folds; capped rows by id only.
         return {
             "now": self.now,
             "dry_run": self.dry_run,
@@ -213,8 +217,8 @@ class CompactReport:
             "capped": len(self.capped),
             "decayed": len(self.decay.changes) if self.decay else 0,
             "archived_by_decay": self.decay.archived if self.decay else 0,
-            "clusters": [c.to_dict() for c in self.clusters],
-            "folds": [f.to_dict() for f in self.folds],
+            "clusters": to_json(self.clusters, **options),
+            "folds": to_json(self.folds, **options),
             "capped_ids": [r.id for r in self.capped],
             "skipped": self.skipped,
             "errors": self.errors,

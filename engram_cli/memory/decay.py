@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from engram_cli.errors import InvalidInput
 from engram_cli.memory import records
 from engram_cli.memory.model import HIGH_IMPORTANCE, MEMORY_TYPES, Filters, Memory
+from engram_cli.serialize import json_meta
 from engram_cli.store.db import Store
 from engram_cli.timeutil import from_iso, now, to_iso
 
@@ -45,8 +46,8 @@ def archives(importance: float, score: float) -> bool:
 class Change:
     id: str
     content: str
-    before: float
-    after: float
+    before: float = field(metadata=json_meta(key="decay_before", digits=6))
+    after: float = field(metadata=json_meta(key="decay_after", digits=6))
     archived: bool
 
     @property
@@ -54,24 +55,30 @@ class Change:
         """Archived, or moved by at least EVENT_STEP: what gets an event and a line in the report."""
         return self.archived or abs(self.after - self.before) >= EVENT_STEP
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "content": self.content,
-            "decay_before": round(self.before, 6),
-            "decay_after": round(self.after, 6),
-            "archived": self.archived,
-        }
-
 
 @dataclass
 class DecayReport:
+    json_keys: ClassVar[tuple[str, ...]] = (
+        "now",
+        "dry_run",
+        "scanned",
+        "changed",
+        "archived",
+        "silent_drifts",
+        "changes",
+    )
+
     now: str
     dry_run: bool
     scanned: int = 0
     changes: list[Change] = field(default_factory=list)
 
     step: float = EVENT_STEP
+
+    @property
+    def changed(self) -> int:
+        """How many scores moved, the small drifts included."""
+        return len(self.changes)
 
     @property
     def archived(self) -> int:
@@ -86,17 +93,6 @@ class DecayReport:
     def silent_drifts(self) -> int:
         """Changes smaller than the step: applied, but not reported line by line."""
         return sum(1 for c in self.changes if not c.notable)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "now": self.now,
-            "dry_run": self.dry_run,
-            "scanned": self.scanned,
-            "changed": len(self.changes),
-            "archived": self.archived,
-            "silent_drifts": self.silent_drifts,
-            "changes": [c.to_dict() for c in self.changes],
-        }
 
 
 def run(

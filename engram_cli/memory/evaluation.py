@@ -113,7 +113,8 @@ class Scores:
     ndcg: float = 0.0
     interference: dict[int, float] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def json_form(self, **options: Any) -> dict[str, Any]:
+        # One key per cut-off (recall@5), rounded for reading.
         return {
             "queries": self.queries,
             **{f"recall@{k}": round(v, 4) for k, v in sorted(self.recall.items())},
@@ -141,13 +142,14 @@ class EvalReport:
     latency_ms: dict[str, float]
     results: list[QueryResult]
 
-    def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:
+    def json_form(self, *, per_query: bool = False, **options: Any) -> dict[str, Any]:
+        # The overall scores at the top level; each query's hits only when asked for (`eval --per-query`).
         out: dict[str, Any] = {
             "mode": self.mode,
             "k": self.ks,
-            **self.overall.to_dict(),
+            **self.overall.json_form(),
             "latency_ms": self.latency_ms,
-            "groups": {name: s.to_dict() for name, s in sorted(self.groups.items())},
+            "groups": {name: s.json_form() for name, s in sorted(self.groups.items())},
         }
         if per_query:
             out["per_query"] = [

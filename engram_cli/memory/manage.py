@@ -61,15 +61,6 @@ class ForgetResult:
     consolidated: list[str] = field(default_factory=list)
     note: str | None = None  # why a memory nobody named was purged along with one that was
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "action": self.action,
-            "edited": list(self.edited),
-            "consolidated": list(self.consolidated),
-            "note": self.note,
-        }
-
 
 def forget(
     store: Store,

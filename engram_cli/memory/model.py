@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from engram_cli.errors import InvalidInput
+from engram_cli.serialize import json_meta, to_json
 from engram_cli.timeutil import normalize_iso
 
 MEMORY_TYPES = ("working", "episodic", "semantic", "procedural")
@@ -91,13 +92,13 @@ class Filters:
             if status not in STATUSES:
                 raise InvalidInput(f"unknown status {status!r}", hint=f"use one of: {', '.join(STATUSES)}")
         self.tags = sorted({t.strip().lower() for t in self.tags if t.strip()})
-        self.since = normalize_iso(self.since, what="--since") if self.since else None
-        self.until = normalize_iso(self.until, what="--until") if self.until else None
+        self.since = normalize_iso(self.since, param="since") if self.since else None
+        self.until = normalize_iso(self.until, param="until") if self.until else None
         self.accessed_since = (
-            normalize_iso(self.accessed_since, what="--accessed-since") if self.accessed_since else None
+            normalize_iso(self.accessed_since, param="accessed_since") if self.accessed_since else None
         )
         self.accessed_until = (
-            normalize_iso(self.accessed_until, what="--accessed-until") if self.accessed_until else None
+            normalize_iso(self.accessed_until, param="accessed_until") if self.accessed_until else None
         )
 
 
@@ -113,20 +114,16 @@ class Source:
     metadata: dict[str, Any] = field(default_factory=dict)
     created_at: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "ref": self.ref,
-            "message_id": self.message_id,
-            "session": self.session,
-            "content": self.content,
-            "metadata": self.metadata,
-            "created_at": self.created_at,
-        }
-
 
 @dataclass
 class Memory:
+    # The JSON form (README: "The JSON form of a memory"): no row key or content hash, the text first.
+    json_keys: ClassVar[tuple[str, ...]] = (
+        "id", "content", "summary", "type", "namespace", "agent", "session", "tags", "importance", "confidence",
+        "decay_score", "access_count", "created_at", "updated_at", "last_access_at", "status", "superseded_by",
+        "consolidated_into", "embedding_model", "version", "metadata", "sources",
+    )  # fmt: skip
+
     pk: int
     id: str
     namespace: str
@@ -137,9 +134,9 @@ class Memory:
     summary: str | None
     content_hash: str
     embedding_model: str | None
-    importance: float
-    confidence: float
-    decay_score: float
+    importance: float = field(metadata=json_meta(digits=6))
+    confidence: float = field(metadata=json_meta(digits=6))
+    decay_score: float = field(metadata=json_meta(digits=6))
     access_count: int
     last_access_at: str | None
     created_at: str
@@ -157,30 +154,9 @@ class Memory:
         return self.id[:8]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "content": self.content,
-            "summary": self.summary,
-            "type": self.type,
-            "namespace": self.namespace,
-            "agent": self.agent,
-            "session": self.session,
-            "tags": list(self.tags),
-            "importance": round(self.importance, 6),
-            "confidence": round(self.confidence, 6),
-            "decay_score": round(self.decay_score, 6),
-            "access_count": self.access_count,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "last_access_at": self.last_access_at,
-            "status": self.status,
-            "superseded_by": self.superseded_by,
-            "consolidated_into": self.consolidated_into,
-            "embedding_model": self.embedding_model,
-            "version": self.version,
-            "metadata": self.metadata,
-            "sources": [s.to_dict() for s in self.sources],
-        }
+        """The JSON form, as `--json` prints it."""
+        data: dict[str, Any] = to_json(self)
+        return data
 
 
 @dataclass
@@ -204,13 +180,14 @@ class AddResult:
     def merged(self) -> bool:
         return self.action != "created"
 
-    def to_dict(self) -> dict[str, Any]:
+    def json_form(self, **options: Any) -> dict[str, Any]:
+        # What happened first, then the memory's own keys at the top level (not nested under "memory").
         out: dict[str, Any] = {"action": self.action, "similarity": self.similarity}
         out["superseded"] = list(self.superseded)
         out["redacted"] = list(self.redacted)
         if self.similar_id:
             out["similar_to"] = {"id": self.similar_id, "kept_apart_because": self.kept_apart_because}
-        out.update(self.memory.to_dict())
+        out.update(to_json(self.memory, **options))
         return out
 
 
@@ -223,14 +200,3 @@ class Event:
     before: dict[str, Any] | None
     after: dict[str, Any] | None
     note: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "memory_id": self.memory_id,
-            "kind": self.kind,
-            "at": self.at,
-            "actor": self.actor,
-            "before": self.before,
-            "after": self.after,
-            "note": self.note,
-        }

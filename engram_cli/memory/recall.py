@@ -15,6 +15,7 @@ from engram_cli.lang import text as textmod
 from engram_cli.lang import timeexpr
 from engram_cli.memory import crosslingual
 from engram_cli.memory.model import Filters, Memory
+from engram_cli.serialize import to_json
 from engram_cli.store.db import Store
 from engram_cli.store.vectors import MAX_KNN
 from engram_cli.timeutil import iso_now, now, to_iso
@@ -55,12 +56,17 @@ class Hit:
     score: float
     explain: dict[str, Any]
 
-    def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
-        out = self.memory.to_dict()
+    def json_form(self, *, explain: bool = False, **options: Any) -> dict[str, Any]:
+        # The memory's keys, then its score; the factors only when asked for (`recall --explain`).
+        out: dict[str, Any] = to_json(self.memory, **options)
         out["score"] = round(self.score, 6)
         if explain:
             out["explain"] = self.explain
         return out
+
+    def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
+        """The JSON form, as `recall --json` prints it (with ``explain``: every factor of the score)."""
+        return self.json_form(explain=explain)
 
 
 QueryEmbedder = Callable[[str, str], np.ndarray]  # (model_id, query) -> unit vector

@@ -18,10 +18,10 @@ import logging
 import os
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import apsw
 import numpy as np
@@ -29,6 +29,7 @@ import numpy as np
 from engram_cli.errors import DatabaseDamaged, InvalidInput, ModelError, StoreError
 from engram_cli.memory import records
 from engram_cli.memory.model import Filters, passage_text
+from engram_cli.serialize import to_json
 from engram_cli.store.db import Store, connect, connect_read_only
 from engram_cli.store.memories import MemoryRow
 from engram_cli.store.migrations import MIGRATIONS, MIGRATIONS_TABLE
@@ -74,6 +75,10 @@ class TableResult:
 
 @dataclass
 class RecoverReport:
+    json_keys: ClassVar[tuple[str, ...]] = (
+        "source", "output", "tables", "keyword_rows", "links_cleared", "lost_memory_ids", "side_files", "complete",
+    )  # fmt: skip
+
     source: str
     output: str
     tables: list[TableResult]
@@ -93,7 +98,9 @@ class RecoverReport:
         return all(t.lost == t.reembedded and not t.dropped and not t.rejected for t in self.tables)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "complete": self.complete}
+        """The JSON form, as `recover --json` prints it."""
+        data: dict[str, Any] = to_json(self)
+        return data
 
 
 def default_output(source: Path, at: datetime | None = None) -> Path:

@@ -10,13 +10,13 @@ row is left on another model, the target becomes the database's active model.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from engram_cli.errors import InvalidInput
 from engram_cli.memory.model import passage_text
+from engram_cli.serialize import json_meta
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now
 
@@ -28,12 +28,9 @@ TARGET_MODEL_KEY = "reembed_target"
 @dataclass
 class ReembedReport:
     model: str
-    done: int
+    done: int = field(metadata=json_meta(key="reembedded"))
     remaining: int
     active: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "reembedded": self.done, "remaining": self.remaining, "active": self.active}
 
 
 def pending(store: Store, model_id: str) -> int:
@@ -51,9 +48,9 @@ def run(
     progress: Callable[[int, int], None] | None = None,
 ) -> ReembedReport:
     if batch < 1:
-        raise InvalidInput("--batch must be at least 1")
+        raise InvalidInput("`batch` must be at least 1", param="batch")
     if limit is not None and limit < 1:
-        raise InvalidInput("--limit must be at least 1")
+        raise InvalidInput("`limit` must be at least 1", param="limit")
     total = pending(store, model_id)
     goal = total if limit is None else min(total, limit)
     store.vectors.ensure(model_id, dim)

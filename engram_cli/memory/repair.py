@@ -131,9 +131,6 @@ class Action:
     count: int
     detail: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "count": self.count, "detail": self.detail}
-
 
 class Repairer:
     def __init__(

@@ -34,6 +34,7 @@ from engram_cli.memory.model import (
     normalize_name,
     normalize_namespace,
 )
+from engram_cli.serialize import to_json
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now, normalize_iso
 
@@ -58,8 +59,8 @@ def export(store: Store, filters: Filters, *, with_vectors: bool = False) -> Ite
                 memory = found.get(pk)
                 if memory is None:
                     continue
-                line = memory.to_dict()
-                line["events"] = [e.to_dict() for e in store.events.of(memory.id)]
+                line = to_json(memory)
+                line["events"] = to_json(store.events.of(memory.id))
                 for event in line["events"]:
                     del event["memory_id"]
                 if with_vectors and memory.embedding_model:
@@ -78,15 +79,6 @@ class ImportReport:
     errors: list[dict[str, Any]] = field(default_factory=list)
     atomic: bool = False
     redacted: int = 0  # imported memories in which a secret was redacted
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "imported": self.imported,
-            "skipped_existing": self.skipped_existing,
-            "errors": self.errors,
-            "atomic": self.atomic,
-            "redacted": self.redacted,
-        }
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The Python API: ``from engram_cli import Engram``."""
+"""The Engram class: an open memory store and every verb that works on it."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 
 from engram_cli import config as configmod
-from engram_cli.errors import EngramError, InvalidInput, ModelError
+from engram_cli.api.results import Inspection, Page
+from engram_cli.doctor import ModelListing
+from engram_cli.errors import EngramError, InvalidInput, ModelError, UsageError
 from engram_cli.ingest.port import IngestPort
 from engram_cli.ingest.report import IngestReport
 from engram_cli.memory import audit as auditmod
@@ -53,6 +55,27 @@ def _passages(model_id: str) -> tuple[remember.EmbedFn, int]:
         return np.asarray(embedder.embed_batch(list(texts), kind="passage"), dtype=np.float32)
 
     return embed, int(embedder.dim)
+
+
+class Criteria(TypedDict, total=False):
+    """The filters ``recall``, ``list``, ``count`` and ``export`` take as keywords, beside ``namespace``.
+
+    They mean what the CLI's flags of the same names mean; see :meth:`Engram.filters`.
+    """
+
+    all_namespaces: bool
+    agent: str | None
+    type: str | Sequence[str] | None
+    tags: Sequence[str] | None
+    since: str | None
+    until: str | None
+    accessed_since: str | None
+    accessed_until: str | None
+    status: str | Sequence[str] | None
+    include_archived: bool
+    include_superseded: bool
+    embedding_model: str | None
+    session: str | None
 
 
 class Engram:
@@ -303,16 +326,29 @@ class Engram:
             diversity=self.thresholds()[0] if cfg.diversify else None,
         )
 
+    def _filtered(self, filters: Filters | None, namespace: str | Sequence[str] | None, criteria: Criteria) -> Filters:
+        """``filters`` as given, or built from the keywords; both at once would leave one of them unheard."""
+        if filters is None:
+            return self.filters(namespace=namespace, **criteria)
+        if namespace is not None or criteria:
+            raise UsageError(
+                "give either filters or filter keywords, not both",
+                hint="engram.filters(namespace=…, tags=…) builds Filters from the keywords",
+            )
+        return filters
+
     def recall(
         self, query: str, k: int | None = None, namespace: str | Sequence[str] | None = None, *,
-        bump: bool | None = None, settings: RecallSettings | None = None, now: str | None = None,
-        **filters: Any,
+        filters: Filters | None = None, bump: bool | None = None, settings: RecallSettings | None = None,
+        now: str | None = None, **criteria: Unpack[Criteria],
     ) -> list[Hit]:  # fmt: skip
         """The best memories for ``query``: filtered first, then ranked by relevance x importance x decay.
 
-        On a read-only database the access counts are left as they are (``bump`` is ignored).
+        Filter with keywords (``namespace``, ``tags``, ``since`` … see :class:`Criteria`) or with a
+        ready ``filters``. On a read-only database the access counts are left as they are (``bump``
+        is ignored).
         """
-        flt = filters.pop("filters", None) or self.filters(namespace=namespace, **filters)
+        flt = self._filtered(filters, namespace, criteria)
         if bump is None:
             bump = self.settings.recall.bump
 
@@ -327,7 +363,7 @@ class Engram:
             embed_query=embed_query,
             settings=settings or self.recall_settings(),
             bump=bump and not self.read_only,
-            at=parse_time(now, what="now") if now else None,
+            at=parse_time(now, param="now") if now else None,
         )
 
     def get(self, ref: str) -> Memory:
@@ -341,10 +377,18 @@ class Engram:
         """The latest events across the database, newest first."""
         return manage.recent_events(self.store, limit=limit, kinds=list(kinds or []))
 
-    def export(self, *, with_vectors: bool = False, **filters: Any) -> Iterable[dict[str, Any]]:
+    def export(
+        self,
+        *,
+        with_vectors: bool = False,
+        namespace: str | Sequence[str] | None = None,
+        filters: Filters | None = None,
+        **criteria: Unpack[Criteria],
+    ) -> Iterable[dict[str, Any]]:
         """Memories as export records (every status unless ``status`` is given), oldest first."""
-        filters.setdefault("status", ["active", "superseded", "archived"])
-        flt = filters.pop("filters", None) or self.filters(**filters)
+        if filters is None:
+            criteria.setdefault("status", ["active", "superseded", "archived"])
+        flt = self._filtered(filters, namespace, criteria)
         return transfer.export(self.store, flt, with_vectors=with_vectors)
 
     def import_lines(self, lines: Iterable[str], *, atomic: bool = False) -> transfer.ImportReport:
@@ -371,15 +415,46 @@ class Engram:
         embed, dim = self._passage_embedder(model_id)
         return reembedmod.run(self.store, model_id, dim, embed, batch=batch, limit=limit, progress=progress)
 
-    def list(self, *, limit: int = 20, offset: int = 0, **filters: Any) -> builtins.list[Memory]:
+    def list(
+        self,
+        *,
+        limit: int = 20,
+        offset: int = 0,
+        namespace: str | Sequence[str] | None = None,
+        filters: Filters | None = None,
+        **criteria: Unpack[Criteria],
+    ) -> builtins.list[Memory]:
         """Memories, newest first."""
-        flt = filters.pop("filters", None) or self.filters(**filters)
+        flt = self._filtered(filters, namespace, criteria)
         return manage.list_memories(self.store, flt, limit=limit, offset=offset)
 
-    def count(self, **filters: Any) -> int:
+    def count(
+        self,
+        *,
+        namespace: str | Sequence[str] | None = None,
+        filters: Filters | None = None,
+        **criteria: Unpack[Criteria],
+    ) -> int:
         """How many memories pass the filters that ``list`` takes (all of them, not one page)."""
-        flt = filters.pop("filters", None) or self.filters(**filters)
-        return manage.count(self.store, flt)
+        return manage.count(self.store, self._filtered(filters, namespace, criteria))
+
+    def page(self, filters: Filters, *, limit: int = 20, offset: int = 0) -> Page:
+        """One page of memories, newest first, and how many match in all when the page is full."""
+        memories = self.list(limit=limit, offset=offset, filters=filters)
+        # Counted only when the page is full: a short page already says it is everything.
+        total = self.count(filters=filters) if len(memories) == limit else None
+        return Page(memories, total=total, offset=offset)
+
+    def inspect(self, ref: str) -> Inspection:
+        """One memory with its history and the parts of its score that do not depend on a query."""
+        memory, events = self.history(ref)
+        return Inspection(memory, events, manage.score_factors(memory))
+
+    def models(self) -> ModelListing:
+        """The bundled models, the active one marked, with the number of this store's vectors each made."""
+        from engram_cli import doctor
+
+        return doctor.model_rows(self.active_model, self.store.memories.count_by_model())
 
     def decay(
         self, *, now: str | None = None, namespace: str | Sequence[str] | None = None, dry_run: bool = False
@@ -388,7 +463,7 @@ class Engram:
         if not dry_run:
             self.store.require_writable()
         half_lives = self.settings.decay.half_life_days.by_type()
-        at = parse_time(now, what="--now") if now else None
+        at = parse_time(now, param="now") if now else None
         namespaces = _namespaces(namespace)
         return decaymod.run(self.store, half_lives, at=at, namespaces=namespaces, dry_run=dry_run)
 
@@ -437,7 +512,7 @@ class Engram:
             summarizer_command=cfg.summarizer.command.strip(),
             summarizer_timeout_s=cfg.summarizer.timeout_s,
         )
-        at = parse_time(now, what="--now") if now else None
+        at = parse_time(now, param="now") if now else None
         namespaces = _namespaces(namespace)
 
         def embed_for(model_id: str) -> remember.EmbedFn:
@@ -481,7 +556,7 @@ class Engram:
             quick=quick,
             contact=cfg.redact.contact_details,
         )
-        at = parse_time(now, what="--now") if now else None
+        at = parse_time(now, param="now") if now else None
         namespaces = _namespaces(namespace)
         repairs = repairmod.Repairs(
             embedder=self._passage_embedder,

@@ -1,0 +1,115 @@
+"""The terminal: stdout for results, stderr for notes, warnings and errors.
+
+Rich disables colour itself when NO_COLOR is set or stdout is not a terminal; it is imported only
+when something is printed through it, so that `engram --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import functools
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from engram_cli.errors import EngramError
+
+
+@functools.cache
+def _console_class() -> type[Console]:
+    from rich.console import Console
+
+    class PipeAwareConsole(Console):
+        """Rich exits 1 itself on a closed pipe; engram's entry point gives every command the same 141."""
+
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError(errno.EPIPE, "standard output was closed")
+
+    return PipeAwareConsole
+
+
+def console(stderr: bool = False) -> Console:
+    # Wide enough that tables do not fold ids when output is piped.
+    return _console_class()(stderr=stderr, soft_wrap=False, width=None if sys.stdout.isatty() else 200, highlight=False)
+
+
+def out(text: str = "") -> None:
+    """Plain text to stdout, byte for byte (no markup, no wrapping)."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def note(text: str) -> None:
+    """A remark for the person at the terminal; on stderr so stdout stays parseable."""
+    console(stderr=True).print(text, markup=False)
+
+
+def warning(text: str) -> None:
+    console(stderr=True).print(f"[yellow]Warning:[/] {escape(text)}")
+
+
+def error(exc: EngramError) -> None:
+    """``Error: …`` and ``Hint: …`` on stderr."""
+    err = console(stderr=True)
+    err.print(f"[bold red]Error:[/] {escape(exc.message)}")
+    if exc.hint:
+        err.print(f"[dim]Hint:[/] {escape(exc.hint)}")
+
+
+def internal_error(exc: BaseException, *, with_traceback: bool) -> None:
+    """A bug, not a user's mistake: one line, and the traceback only when asked for with -vv."""
+    import traceback
+
+    err = console(stderr=True)
+    what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if with_traceback:
+        sys.stderr.write("".join(traceback.format_exception(exc)))
+        err.print(f"[bold red]Error:[/] internal error ({escape(what)})")
+    else:
+        err.print(f"[bold red]Error:[/] internal error ({escape(what)}); run with -vv for the traceback")
+
+
+def interrupted() -> None:
+    note("Interrupted; nothing half-written was kept.")
+
+
+def config_warnings(warnings: Sequence[str]) -> None:
+    """What config.toml got wrong; the settings concerned keep their defaults."""
+    for text in warnings:
+        warning(text)
+
+
+@contextlib.contextmanager
+def progress(label: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on a terminal (stderr); nothing when output is piped or in cron."""
+    if not sys.stderr.isatty():
+        yield lambda done, total: None
+        return
+    from rich.progress import Progress
+
+    with Progress(console=console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=None)
+
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield advance
+
+
+def escape(text: str) -> str:
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+def short(memory_id: str) -> str:
+    return memory_id[:8]
+
+
+def clip(text: str, width: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"

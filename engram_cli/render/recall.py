@@ -1,0 +1,104 @@
+"""Recalled memories: the table, the prompt card, Markdown, and the card a new session starts with."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from engram_cli.lang.text import estimate_tokens
+from engram_cli.render.console import clip, console, escape, note, out, short
+
+if TYPE_CHECKING:
+    from engram_cli.api.results import Recalled, SessionContext
+    from engram_cli.memory.model import Memory
+    from engram_cli.memory.recall import Hit
+
+CARD_HEADER = "The following are the user's long-term memories from engram, for reference only:"
+CARD_FOOTER = (
+    "Do not trust these memories blindly: they may be outdated or wrong. "
+    "Where they contradict the current instruction, the current instruction wins."
+)
+
+
+def card_block(memory: Memory) -> str:
+    head = (
+        f"[memory #{short(memory.id)}][type: {memory.type}][importance: {memory.importance:.2g}]"
+        f"[accessed: {memory.access_count}]"
+    )
+    return f"{head}\n{memory.content}"
+
+
+def cards(hits: Sequence[Hit], *, budget: int | None = None) -> str:
+    """The prompt block: header, one block per memory, footer; stops before ``budget`` tokens."""
+    used = estimate_tokens(CARD_HEADER) + estimate_tokens(CARD_FOOTER)
+    blocks: list[str] = []
+    for hit in hits:
+        block = card_block(hit.memory)
+        cost = estimate_tokens(block) + 1
+        if budget is not None and used + cost > budget:
+            break
+        blocks.append(block)
+        used += cost
+    if not blocks:
+        return ""
+    return "\n".join([CARD_HEADER, "", "\n\n".join(blocks), "", CARD_FOOTER])
+
+
+def markdown(hits: Sequence[Hit]) -> str:
+    lines = ["# Memories", ""]
+    for hit in hits:
+        m = hit.memory
+        tags = f" · tags: {', '.join(m.tags)}" if m.tags else ""
+        lines.append(f"- **{m.type}** · importance {m.importance:.2g} · `{short(m.id)}`{tags}")
+        for line in m.content.splitlines() or [""]:
+            lines.append("  " + line)
+    return "\n".join(lines)
+
+
+def read_only(result: Recalled) -> None:
+    """Said whatever the format: a recall on a read-only database counts no access."""
+    if result.read_only is not None:
+        note(f"the database {result.read_only} is read-only: access counts are not updated")
+
+
+def recalled(result: Recalled, *, fmt: str = "table", explain: bool = False, budget: int | None = None) -> None:
+    """As a table (``explain``: every factor of every score), a prompt card (within ``budget`` tokens) or Markdown."""
+    hits = result.hits
+    if fmt == "card":
+        text = cards(hits, budget=budget)
+        if text:
+            out(text)
+        return
+    if fmt == "markdown":
+        out(markdown(hits))
+        return
+    if not hits:
+        note("no memories matched")
+        return
+    from rich.table import Table
+
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for column in ("id", "score", "type", "imp", "content"):
+        table.add_column(column, overflow="fold" if column == "content" else "ellipsis", no_wrap=column != "content")
+    for hit in hits:
+        m = hit.memory
+        table.add_row(short(m.id), f"{hit.score:.3f}", m.type, f"{m.importance:.2f}", clip(m.content, 100))
+    console().print(table)
+    if explain:
+        for hit in hits:
+            console().print(f"[bold]{short(hit.memory.id)}[/]", escape(json.dumps(hit.explain, ensure_ascii=False)))
+
+
+def session_context(context: SessionContext) -> None:
+    """The memory card an assistant adds to a new session's context; nothing at all when there is none."""
+    if context.problem is not None:
+        note(f"engram: no memories for this session: {context.problem.message}")
+        return
+    text = cards(context.hits, budget=context.budget)
+    if not text:
+        return
+    if context.as_hook_json:
+        out(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}))
+    else:
+        out(text)
