@@ -74,3 +74,33 @@ def test_ingest_works_through_its_port_and_never_imports_the_facade_or_the_cli()
     for module, targets in graph.items():
         if module.startswith("engram_cli.ingest"):
             assert not targets & higher, (module, targets & higher)
+
+
+def _imported_names(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def test_nothing_below_the_cli_imports_the_cli_render_or_typer() -> None:
+    """The engine and the facade are a library: no command-line parsing, no printing."""
+    upper = ("engram_cli.cli", "engram_cli.render")
+    offenders: dict[str, list[str]] = {}
+    for module, path in _modules().items():
+        if module.startswith(upper) or module == "engram_cli.__main__":  # the console entry point runs the CLI
+            continue
+        bad = sorted(n for n in _imported_names(path) if n == "typer" or n.startswith("typer.") or n.startswith(upper))
+        if bad:
+            offenders[module] = bad
+    assert offenders == {}
+
+
+def test_the_layer_check_sees_an_offender(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("import typer\nfrom engram_cli.render import console\n", encoding="utf-8")
+    assert _imported_names(module) >= {"typer", "engram_cli.render", "engram_cli.render.console"}
