@@ -72,7 +72,7 @@ _SHOWN: dict[str, _Shown] = {
     "engram_cli.memory.compact.CompactReport": _Shown(maintenance.compact),
     "engram_cli.memory.reembed.ReembedReport": _Shown(maintenance.reembed),
     "engram_cli.memory.recover.RecoverReport": _Shown(maintenance.recover),
-    "engram_cli.memory.audit.AuditReport": _Shown(audit.audit),
+    "engram_cli.memory.audit.report.AuditReport": _Shown(audit.audit),
     "engram_cli.ingest.report.IngestReport": _Shown(ingest.ingested),
     "engram_cli.api.results.SourceListing": _Shown(ingest.sources),
     "engram_cli.api.results.EvalRun": _Shown(evaluation.evaluated),

@@ -1,0 +1,235 @@
+"""Secrets and personal data in text: find them, and replace them with ``[REDACTED:<kind>]``.
+
+Detection follows the published format of each credential (an AWS key id is AKIA or ASIA
+and 16 more characters; a GitHub token starts with ghp_, gho_, …; Stripe secret keys with
+sk_live_ or sk_test_, npm tokens with npm_, Hugging Face tokens with hf_) rather than
+guessing from entropy, because a memory store is full of harmless random-looking strings:
+commit SHAs, content hashes, UUIDs, build ids. Free-form secrets are recognised only by their
+label: ``password=…``, ``"api_key": …``, ``Authorization: Bearer …``, the password part of a
+URL, ``AccountKey=`` and ``SharedAccessSignature=``/``sig=`` in Azure connection strings and
+SAS URLs, a Chinese label with a colon or 是/为 (``密码：…``, ``口令是…``, ``令牌：…``), and
+on command lines a mysql-family client's glued ``-p…``, ``sshpass -p …``, ``--password …``
+and an HTTP client's ``-u user:…`` (the user stays). Personal numbers carry their own checks:
+a card number must start like a card and pass Luhn; a Chinese resident id must hold a real
+birth date and its check digit; a US SSN must be in ``ddd-dd-dddd`` form outside the ranges
+that are never issued.
+
+E-mail addresses and phone numbers are personal data too, but found only with
+``contact=True``: a phone number must have a shape people write one in (``+`` and a country
+code, a Chinese mobile number, a US number with its area code), never a bare run of digits.
+:data:`KINDS` are the kinds found by default, :data:`CONTACT_KINDS` the ones ``contact`` adds.
+
+A finding spans the secret *value* only, so ``password=hunter2`` becomes
+``password=[REDACTED:password-assignment]`` and the text still says what was there.
+Markers are never reported again, which makes :func:`redact` idempotent.
+
+Every pattern runs in linear time: a memory may be 100,000 characters of anything.
+
+The package: :mod:`.checks` holds what a regular expression cannot decide (placeholders, Luhn
+and card prefixes, resident ids, SSNs), :mod:`.patterns` the patterns in the order that decides
+which finding wins, :mod:`.contact` the e-mail and phone patterns; below, the findings are
+resolved, card numbers found, and the text rewritten.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from engram_cli.lang.redact.checks import card_ok, cn_id_ok, is_placeholder, luhn_ok, ssn_ok
+from engram_cli.lang.redact.contact import _CONTACT_PATTERNS, CONTACT_KINDS
+from engram_cli.lang.redact.patterns import _PATTERNS, PERSONAL, SECRET, Check, _rx, secret_name
+
+__all__ = [
+    "CARD_KIND",
+    "CONTACT_KINDS",
+    "KINDS",
+    "MARKER_RE",
+    "PERSONAL",
+    "SECRET",
+    "Check",
+    "Finding",
+    "card_ok",
+    "category",
+    "cn_id_ok",
+    "find",
+    "is_placeholder",
+    "luhn_ok",
+    "marker",
+    "redact",
+    "redact_data",
+    "secret_name",
+    "ssn_ok",
+]
+
+MARKER_RE = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
+
+
+def marker(kind: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One secret or personal value: its kind, its span in the text, "secret" or "personal"."""
+
+    kind: str
+    start: int
+    end: int
+    category: str
+
+
+# -- finding, resolving overlaps, rewriting the text ---------------------------------------
+
+CARD_KIND = "card-number"
+# Card numbers rank last: an 18-digit resident id can pass Luhn too, and so can a phone number.
+_CARD_RANK = len(_PATTERNS) + len(_CONTACT_PATTERNS)
+_CATEGORIES = {p.kind: p.category for p in _PATTERNS + _CONTACT_PATTERNS} | {CARD_KIND: PERSONAL}
+# What find() reports by default; contact=True adds CONTACT_KINDS.
+KINDS = tuple(sorted(kind for kind in _CATEGORIES if kind not in CONTACT_KINDS))
+
+
+def category(kind: str) -> str:
+    """The category of a finding's kind: secret or personal (secret for a kind this module does not know)."""
+    return _CATEGORIES.get(kind, SECRET)
+
+
+# Runs of digit groups separated by one space or dash: where card numbers hide. Greedy with
+# no look-ahead, so a long run is read once; what follows the run is checked in Python.
+_DIGIT_RUN = _rx(r"(?<![A-Za-z0-9_.])\d+(?:[ -]\d+)*")
+_DIGITS = _rx(r"\d+")
+
+
+def _cards(text: str) -> Iterator[tuple[int, int]]:
+    """Spans of card numbers: the longest Luhn-valid stretch of whole digit groups in each run."""
+    for run in _DIGIT_RUN.finditer(text):
+        groups = [(run.start() + m.start(), run.start() + m.end()) for m in _DIGITS.finditer(run.group())]
+        after = text[run.end() : run.end() + 1]
+        if after and (after.isascii() and (after.isalnum() or after == "_")):
+            groups.pop()  # the last group is glued to a word: not part of a number
+        i = 0
+        while i < len(groups):
+            digits = ""
+            best = -1
+            for j in range(i, len(groups)):
+                digits += text[groups[j][0] : groups[j][1]]
+                if len(digits) > 19:
+                    break
+                if card_ok(digits):
+                    best = j
+            if best < 0:
+                i += 1
+                continue
+            yield groups[i][0], groups[best][1]
+            i = best + 1
+
+
+def _candidates(text: str, contact: bool) -> Iterator[tuple[int, int, int, str, str, bool]]:
+    """(rank, start, end, kind, category, free) for every match of every pattern, overlaps included."""
+    for rank, pattern in enumerate(_PATTERNS + _CONTACT_PATTERNS if contact else _PATTERNS):
+        for match in pattern.regex.finditer(text):
+            if match.start("v") == match.end("v"):
+                continue
+            if pattern.check is not None and not pattern.check(match):
+                continue
+            yield rank, match.start("v"), match.end("v"), pattern.kind, pattern.category, pattern.free
+    for start, end in _cards(text):
+        yield _CARD_RANK, start, end, CARD_KIND, PERSONAL, False
+
+
+def _find_once(text: str, contact: bool) -> list[Finding]:
+    # Spans no finding may enter: the markers already in the text, then each finding taken.
+    blocked = [(m.start(), m.end()) for m in MARKER_RE.finditer(text)]
+    starts = [s for s, _ in blocked]
+    found: list[Finding] = []
+    for _, start, end, kind, category, free in sorted(_candidates(text, contact), key=lambda c: (c[0], c[1])):
+        k = bisect_left(starts, start)
+        if k > 0 and blocked[k - 1][1] > start:
+            continue
+        if k < len(blocked) and blocked[k][0] < end:
+            # A free-form value stops where a marker or a stronger finding begins.
+            if not free or is_placeholder(text[start : blocked[k][0]]):
+                continue
+            end = blocked[k][0]
+        starts.insert(k, start)
+        blocked.insert(k, (start, end))
+        found.append(Finding(kind, start, end, category))
+    return sorted(found, key=lambda f: f.start)
+
+
+def _replace(text: str, findings: list[Finding]) -> tuple[str, list[tuple[int, int]]]:
+    """The text with findings replaced by markers, and (offset in output, offset in input) per kept segment."""
+    parts: list[str] = []
+    segments: list[tuple[int, int]] = []
+    pos = out = 0
+    for f in findings:
+        segments.append((out, pos))
+        parts.append(text[pos : f.start])
+        out += f.start - pos
+        label = marker(f.kind)
+        parts.append(label)
+        out += len(label)
+        pos = f.end
+    segments.append((out, pos))
+    parts.append(text[pos:])
+    return "".join(parts), segments
+
+
+def find(text: str, *, contact: bool = False) -> list[Finding]:
+    """Secrets and personal data in ``text``: non-overlapping, sorted by start; markers are skipped.
+
+    ``contact=True`` also finds e-mail addresses and phone numbers (:data:`CONTACT_KINDS`).
+    """
+    findings = _find_once(text, contact)
+    # A scan reads each pattern's matches left to right without overlap, so a match that
+    # swallowed a neighbour and lost to a stronger finding can hide that neighbour until
+    # the stronger one is a marker. Scan the redacted text again until nothing new turns
+    # up; anything new lies in text copied verbatim from the input, so it maps back.
+    while findings:
+        redacted, segments = _replace(text, findings)
+        more = _find_once(redacted, contact)
+        if not more:
+            break
+        out_starts = [o for o, _ in segments]
+        for f in more:
+            i = bisect_left(out_starts, f.start + 1) - 1
+            shift = segments[i][1] - segments[i][0]
+            findings.append(Finding(f.kind, f.start + shift, f.end + shift, f.category))
+        findings.sort(key=lambda f: f.start)
+    return findings
+
+
+def redact(text: str, *, contact: bool = False) -> tuple[str, list[Finding]]:
+    """``text`` with every finding replaced by ``[REDACTED:<kind>]``, and the findings (spans in the input)."""
+    findings = find(text, contact=contact)
+    if not findings:
+        return text, findings
+    return _replace(text, findings)[0], findings
+
+
+def redact_data(value: Any, *, contact: bool = False) -> tuple[Any, list[str]]:
+    """Redact decoded JSON (metadata, event payloads): every string, and whole strings under secret names.
+
+    Returns the new value and the kinds found. ``{"token": "abc"}`` has no label inside the
+    string itself, so a string stored under a secret-holding key is redacted whole.
+    """
+    kinds: list[str] = []
+
+    def walk(node: Any, key: str | None) -> Any:
+        if isinstance(node, str):
+            if key is not None and secret_name(key) and not is_placeholder(MARKER_RE.sub("", node)):
+                kinds.append("password-assignment")
+                return marker("password-assignment")
+            text, found = redact(node, contact=contact)
+            kinds.extend(f.kind for f in found)
+            return text
+        if isinstance(node, dict):
+            return {k: walk(v, str(k)) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v, None) for v in node]
+        return node
+
+    return walk(value, None), kinds

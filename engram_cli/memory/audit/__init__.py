@@ -1,0 +1,153 @@
+"""audit: how healthy the store is. The repairs ``fix`` makes live in :mod:`engram_cli.memory.repair`.
+
+Checks, by severity (``error`` and ``warning`` are problems; ``info`` lists memories to review):
+
+- integrity (error): ``PRAGMA integrity_check`` (``quick_check`` when quick) and ``foreign_key_check``.
+- secrets (error): credentials or personal numbers (see :mod:`engram_cli.lang.redact`) in any column that
+  holds text, of any table: :data:`SCANNED` lists them, :data:`NOT_SCANNED` says why each other text
+  column cannot hold one, :data:`INDEX_TABLES` why the index tables are not read.
+- missing_index (error): a memory without a vector in its model's table, without a keyword row, or whose
+  vector row carries outdated filter columns (namespace, status, type, agent), which recall filters on.
+- orphan_index (error): vector or keyword rows whose memory is gone, or vectors left in another model's table.
+- other_model (warning): memories whose vector comes from another model than the active one, or than the
+  target of an unfinished reembed: the migration's progress.
+- near_duplicates (warning): active pairs of one namespace, agent and model that remember would have merged:
+  the same words, or a cosine at the model's merge threshold with no lexical blocker.
+- conflicts (warning): active, similar pairs (cosine at the supersede similarity) about the same thing that
+  disagree: opposite polarity, or a correction that never replaced what it corrects.
+- stale, low_confidence, never_accessed (info).
+
+Similar pairs come from tiled matrix products over the vectors of each namespace and model,
+never from one KNN query per memory. Integrity, orphans and the secrets of tables that belong
+to no namespace (settings, ingest cursors and items) concern the whole file whatever the
+namespaces; everything else is limited to them.
+
+One module per family of checks: :mod:`.integrity`, :mod:`.secrets` (with the tables of what it
+reads and why the rest is not read), :mod:`.index` (missing and orphan index rows, other models),
+:mod:`.pairs` (near-duplicates and conflicts), :mod:`.review` (stale, low confidence, never
+accessed); :mod:`.report` holds the check, the report and the settings. The scan and :func:`run`
+are below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from engram_cli.errors import DatabaseDamaged, InvalidInput
+from engram_cli.memory import repair
+from engram_cli.memory.audit.index import _index, _other_model
+from engram_cli.memory.audit.integrity import _integrity, _unreadable
+from engram_cli.memory.audit.pairs import MAX_PAIRS, SIGNATURE_BYTES, TILE, _pair_checks
+from engram_cli.memory.audit.pairs import _Signals as _Signals  # tests check its screen against the exact overlap
+from engram_cli.memory.audit.report import (
+    ERROR,
+    EXCERPT,
+    INFO,
+    WARNING,
+    AuditReport,
+    AuditSettings,
+    Check,
+    _Scope,
+    excerpt,
+)
+from engram_cli.memory.audit.review import _age_checks
+from engram_cli.memory.audit.secrets import INDEX_TABLES, NOT_SCANNED, SCANNED, VECTOR_TABLES, _secrets, index_table
+from engram_cli.memory.model import Filters
+from engram_cli.memory.reembed import TARGET_MODEL_KEY
+from engram_cli.memory.repair import Action, Repairs, Work
+from engram_cli.store.db import Store
+from engram_cli.timeutil import now as utcnow
+from engram_cli.timeutil import to_iso
+
+__all__ = [
+    "ERROR",
+    "EXCERPT",
+    "INDEX_TABLES",
+    "INFO",
+    "MAX_PAIRS",
+    "NOT_SCANNED",
+    "SCANNED",
+    "SIGNATURE_BYTES",
+    "TILE",
+    "VECTOR_TABLES",
+    "WARNING",
+    "AuditReport",
+    "AuditSettings",
+    "Check",
+    "excerpt",
+    "index_table",
+    "run",
+]
+
+
+# -- reading the store once -------------------------------------------------------------------
+
+
+@dataclass
+class _Scan:
+    checks: dict[str, Check]
+    work: Work  # what --fix may repair
+    damage: DatabaseDamaged | None = None
+
+
+def _scan(store: Store, settings: AuditSettings, scope: _Scope, moment: datetime) -> _Scan:
+    work = Work()
+    n = settings.examples
+    with store.read():
+        integrity, damage = _integrity(store, settings.quick, n)
+        try:
+            rows = store.memories.scan(Filters(namespaces=scope.namespaces, statuses=[]))
+            checks = [integrity, _secrets(store, rows, scope, n, work, settings.contact)]
+            checks.extend(_index(store, rows, n, work))
+            checks.append(_other_model(rows, settings.active_model, store.setting(TARGET_MODEL_KEY)))
+            checks.extend(_pair_checks(store, rows, settings, work))
+            checks.extend(_age_checks(rows, settings, moment))
+        except DatabaseDamaged as exc:
+            _unreadable(integrity, exc)
+            return _Scan({integrity.name: integrity}, Work(), exc)
+    return _Scan({c.name: c for c in checks}, work, damage)
+
+
+def run(
+    store: Store,
+    settings: AuditSettings,
+    *,
+    namespaces: Sequence[str] | None = None,
+    at: datetime | None = None,
+    fix: bool = False,
+    repairs: Repairs | None = None,
+) -> AuditReport:
+    """Check the store (the given namespaces, or all); with ``fix``, repair what is safe and check again."""
+    if settings.examples < 0:
+        raise InvalidInput(f"audit.examples must be 0 or more, not {settings.examples}")
+    moment = at or utcnow()
+    scope = _Scope(None if namespaces is None else list(namespaces))
+    scan = _scan(store, settings, scope, moment)
+    actions: list[Action] = []
+    if fix and scan.damage is not None:
+        # Every repair writes; writing into a damaged file can spread the damage to pages that still read.
+        scan.checks["integrity"].examples.append({"detail": "--fix repaired nothing: the file is damaged"})
+    elif fix:
+        if repairs is None:
+            raise InvalidInput("fixing needs the embedding models and the decay settings: pass repairs")
+        actions, fixed = repair.run(
+            store, scan.work, repairs, active_model=settings.active_model, at=to_iso(moment), columns=SCANNED,
+            contact=settings.contact,
+        )  # fmt: skip
+        before = scan.checks
+        scan = _scan(store, settings, scope, moment)
+        for name, check in scan.checks.items():
+            check.found = before[name].count
+            check.fixed = fixed.get(name, 0)
+    return AuditReport(
+        database=str(store.path),
+        now=to_iso(moment),
+        namespaces=scope.namespaces,
+        fix=fix,
+        quick=settings.quick,
+        checks=list(scan.checks.values()),
+        actions=actions,
+        damage=scan.damage,
+    )

@@ -1,0 +1,300 @@
+"""Similar pairs: near-duplicates that remember would have merged, and conflicts that were never resolved.
+
+Pairs come from tiled matrix products over the vectors of each namespace and model, screened in
+numpy, so only pairs that could matter reach Python; never from one KNN query per memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from engram_cli.lang import text as textmod
+from engram_cli.memory.audit.report import WARNING, AuditSettings, Check, excerpt
+from engram_cli.memory.remember import MERGE_CANDIDATES, chunked
+from engram_cli.memory.repair import Work
+from engram_cli.memory.similarity import (
+    SWAP_OVERLAP,
+    Profile,
+    change_marker,
+    negates,
+    profile,
+    profile_blockers,
+    supersedes,
+    topic_overlap,
+    topic_terms,
+)
+from engram_cli.store.db import Store
+from engram_cli.store.memories import MemoryRow
+
+TILE = 2048  # rows and columns per matrix product (16 MB of float32)
+# Similar pairs classified at most; a store of near-identical templated texts stops here
+# (and says so) instead of listing n² pairs.
+MAX_PAIRS = 200_000
+
+
+@dataclass
+class _Pairs:
+    duplicates: list[tuple[float, MemoryRow, MemoryRow, bool]] = field(default_factory=list)  # cosine, a, b, exact
+    conflicts: list[tuple[float, MemoryRow, MemoryRow, str]] = field(default_factory=list)  # cosine, a, b, reason
+    truncated: bool = False
+    thresholds: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+# Popcounts of every byte value, for overlap bounds on topic signatures.
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.int32)
+SIGNATURE_BYTES = 32
+
+
+@dataclass
+class _Signals:
+    """Per-text signals computed once per group, so pairs can be screened in numpy."""
+
+    negates: np.ndarray  # bool
+    changes: np.ndarray  # bool
+    words: np.ndarray  # int64 hash of the analysed words: equal for texts with the same words
+    topic: np.ndarray  # uint8 bit signature (256 bits) of the topic terms
+    sizes: np.ndarray  # how many topic terms
+
+    @classmethod
+    def of(cls, texts: Sequence[str]) -> _Signals:
+        neg = np.zeros(len(texts), dtype=bool)
+        chg = np.zeros(len(texts), dtype=bool)
+        key = np.zeros(len(texts), dtype=np.int64)
+        sig = np.zeros((len(texts), SIGNATURE_BYTES), dtype=np.uint8)
+        sizes = np.zeros(len(texts), dtype=np.int64)
+        for i, text in enumerate(texts):
+            words = textmod.analyze(text)
+            neg[i] = negates(text)
+            chg[i] = change_marker(text) is not None
+            digest = hashlib.blake2b("\x1f".join(words).encode("utf-8"), digest_size=8).digest()
+            key[i] = int.from_bytes(digest, "little", signed=True)
+            topic = topic_terms(words)
+            sizes[i] = len(topic)
+            for term in topic:
+                bit = zlib.crc32(term.encode("utf-8")) % (SIGNATURE_BYTES * 8)
+                sig[i, bit // 8] |= 1 << (bit % 8)
+        return cls(neg, chg, key, sig, sizes)
+
+    def topic_may_overlap(self, a: np.ndarray, b: np.ndarray, share: float) -> np.ndarray:
+        """False where pairs (a[k], b[k]) surely share less than ``share`` of their topic terms (Jaccard).
+
+        A term whose bit is missing from the other signature cannot be shared, so each text's
+        term count minus its bits the other lacks bounds the shared terms from above; the
+        Jaccard of that bound is never below the exact one, so no pair the exact check keeps
+        is dropped, hash collisions or not.
+        """
+        ta, tb = self.topic[a], self.topic[b]
+        only_a = _POPCOUNT[ta & ~tb].sum(axis=1)
+        only_b = _POPCOUNT[tb & ~ta].sum(axis=1)
+        shared = np.minimum(self.sizes[a] - only_a, self.sizes[b] - only_b)
+        union = self.sizes[a] + self.sizes[b] - shared
+        return np.asarray(shared >= share * np.maximum(union, 1), dtype=bool)
+
+
+def _similar_pairs(store: Store, rows: list[MemoryRow], settings: AuditSettings, out: _Pairs) -> None:
+    """Tiled cosine products per (namespace, model) group; only pairs that could matter reach Python."""
+    models = {model_id for model_id, _ in store.vectors.in_use()}
+    groups: dict[tuple[str, str], list[MemoryRow]] = defaultdict(list)
+    for row in rows:
+        if row.status == "active" and row.model in models:
+            groups[(row.namespace, row.model)].append(row)
+    profiles: dict[int, Profile] = {}
+
+    def prof(row: MemoryRow) -> Profile:
+        if row.pk not in profiles:
+            profiles[row.pk] = profile(row.content)
+        return profiles[row.pk]
+
+    budget = MAX_PAIRS
+    for (_, model_id), members in sorted(groups.items()):
+        if len(members) < 2:
+            continue
+        merge_at, supersede_at = settings.thresholds(model_id)
+        low = min(merge_at, supersede_at)
+        out.thresholds[model_id] = {"merge": round(merge_at, 6), "supersede": round(supersede_at, 6)}
+        found = store.vectors.get(model_id, [r.pk for r in members])
+        members = [r for r in members if r.pk in found]
+        if len(members) < 2:
+            continue
+        matrix = np.stack([found[r.pk] for r in members]).astype(np.float32)
+        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+        signals = _Signals.of([r.content for r in members])
+        neg, key = signals.negates, signals.words
+        for rs, re_, cs, ce in _tiles(len(members)):
+            sims = matrix[rs:re_] @ matrix[cs:ce].T
+            if rs == cs:
+                sims[np.tril_indices(re_ - rs)] = -2.0  # each pair once: right of the diagonal only
+            # Below the merge threshold a pair is only worth a look when it has the same words,
+            # or opposite polarity about the same topic.
+            above = sims >= low
+            keep = (sims >= merge_at) | (above & (key[rs:re_, None] == key[None, cs:ce]))
+            ai, bi = np.nonzero(keep)
+            pi, pj = np.nonzero(above & ~keep & (neg[rs:re_, None] != neg[None, cs:ce]))
+            on_topic = signals.topic_may_overlap(pi + rs, pj + cs, SWAP_OVERLAP)
+            ai = np.concatenate([ai, pi[on_topic]]) + rs
+            bi = np.concatenate([bi, pj[on_topic]]) + cs
+            if len(ai) > budget:
+                out.truncated = True
+                ai, bi = ai[:budget], bi[:budget]
+            budget -= len(ai)
+            for i, j in zip(ai.tolist(), bi.tolist(), strict=True):
+                _classify(members[i], members[j], float(matrix[i] @ matrix[j]), merge_at, supersede_at, prof, out)
+            if out.truncated:
+                return
+        _unapplied_corrections(members, matrix, signals.changes, supersede_at, out)
+
+
+def _unapplied_corrections(
+    members: list[MemoryRow], matrix: np.ndarray, changes: np.ndarray, supersede_at: float, out: _Pairs
+) -> None:
+    """Corrections that never replaced what they correct: what remember would have superseded.
+
+    remember looks at the few nearest older memories of the same agent when a text with a change
+    marker arrives; a correction that came in by import or with supersession off is judged here
+    the same way.
+    """
+    order = sorted(range(len(members)), key=lambda i: (members[i].created_at, members[i].pk))
+    rank = np.empty(len(members), dtype=np.int64)
+    rank[order] = np.arange(len(members))
+    agents: dict[str, int] = {}
+    agent = np.array([agents.setdefault(r.agent, len(agents)) for r in members])
+    listed = {frozenset((a.pk, b.pk)) for _, a, b, _ in out.conflicts}
+    # remember never lets an episode supersede or be superseded by itself: neither does this check.
+    facts = np.array([r.type != "episodic" for r in members], dtype=bool)
+    marked = np.flatnonzero(changes & facts)
+    for chunk in chunked(marked.tolist(), TILE):
+        sims = matrix[chunk] @ matrix.T
+        for row, i in enumerate(chunk):
+            eligible = (rank < rank[i]) & (agent == agent[i]) & facts
+            scores = np.where(eligible, sims[row], -2.0)
+            k = min(MERGE_CANDIDATES, len(members))
+            nearest = np.argpartition(-scores, k - 1)[:k]
+            for j in sorted(nearest.tolist(), key=lambda j: -scores[j]):
+                if scores[j] < supersede_at:
+                    break
+                old, new = members[j], members[i]
+                reason = supersedes(old.content, new.content, float(scores[j]), supersede_at)
+                if reason is None:
+                    continue
+                if frozenset((old.pk, new.pk)) not in listed:  # not already an opposite-polarity pair
+                    out.conflicts.append(
+                        (float(scores[j]), old, new, f"a correction that did not replace the older memory: {reason}")
+                    )
+                break
+
+
+def _tiles(n: int, size: int = TILE) -> Iterable[tuple[int, int, int, int]]:
+    """Square tiles on and above the diagonal of an n x n similarity matrix: bounded memory at any n."""
+    for rs in range(0, n, size):
+        for cs in range(rs, n, size):
+            yield rs, min(n, rs + size), cs, min(n, cs + size)
+
+
+def _classify(
+    a: MemoryRow,
+    b: MemoryRow,
+    cosine: float,
+    merge_at: float,
+    supersede_at: float,
+    prof: Callable[[MemoryRow], Profile],
+    out: _Pairs,
+) -> None:
+    pa, pb = prof(a), prof(b)
+    if a.agent == b.agent:
+        if pa.words == pb.words:
+            out.duplicates.append((cosine, a, b, True))
+            return
+        if cosine >= merge_at and not profile_blockers(pa, pb):
+            out.duplicates.append((cosine, a, b, False))
+            return
+    if cosine < supersede_at or a.superseded_by == b.id or b.superseded_by == a.id:
+        return
+    if a.type == "episodic" or b.type == "episodic":
+        return  # episodes are history: "the build failed" and later "the build did not fail" both happened
+    if pa.negates != pb.negates and topic_overlap(pa, pb) >= SWAP_OVERLAP:
+        out.conflicts.append((cosine, a, b, "opposite polarity"))
+
+
+def _groups_of(pairs: Iterable[tuple[int, int]]) -> list[list[int]]:
+    """Connected groups of pks (union-find): a, b and c with the same words are one group."""
+    parent: dict[int, int] = {}
+
+    def root(x: int) -> int:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in pairs:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    groups: dict[int, list[int]] = defaultdict(list)
+    for x in parent:
+        groups[root(x)].append(x)
+    return sorted(sorted(g) for g in groups.values())
+
+
+def _pair_checks(store: Store, rows: list[MemoryRow], settings: AuditSettings, work: Work) -> tuple[Check, Check]:
+    n = settings.examples
+    duplicates = Check(
+        "near_duplicates",
+        "active pairs that remember would have merged (same namespace, agent and model)",
+        WARNING,
+        hint="`engram audit --fix` merges the exact ones; for the others keep one (`engram forget ID`), "
+        "or leave them if they are different facts",
+    )
+    conflicts = Check(
+        "conflicts",
+        "similar active memories that disagree, with no supersession between them",
+        WARNING,
+        hint='decide which holds: `engram add --supersedes ID "…"` records a correction, `engram forget ID` drops one',
+    )
+    if settings.quick:
+        duplicates.skipped = conflicts.skipped = "--quick skips the pairwise checks"
+        return duplicates, conflicts
+    pairs = _Pairs()
+    _similar_pairs(store, rows, settings, pairs)
+    pairs.duplicates.sort(key=lambda p: (-p[0], p[1].pk, p[2].pk))
+    pairs.conflicts.sort(key=lambda p: (-p[0], p[1].pk, p[2].pk))
+    exact = [(a.pk, b.pk) for _, a, b, is_exact in pairs.duplicates if is_exact]
+    work.exact_groups = _groups_of(exact)
+    duplicates.count = len(pairs.duplicates)
+    duplicates.examples = [
+        {
+            "id": a.id[:8],
+            "other_id": b.id[:8],
+            "cosine": round(cos, 4),
+            "exact": is_exact,
+            "text": excerpt(a.content),
+            "other_text": excerpt(b.content),
+        }
+        for cos, a, b, is_exact in pairs.duplicates[:n]
+    ]
+    duplicates.details = {
+        "exact_pairs": len(exact),
+        "exact_groups": len(work.exact_groups),
+        "thresholds": pairs.thresholds,
+        "truncated": pairs.truncated,
+    }
+    conflicts.count = len(pairs.conflicts)
+    conflicts.examples = [
+        {
+            "id": a.id[:8],
+            "other_id": b.id[:8],
+            "cosine": round(cos, 4),
+            "reason": reason,
+            "text": excerpt(a.content),
+            "other_text": excerpt(b.content),
+        }
+        for cos, a, b, reason in pairs.conflicts[:n]
+    ]
+    conflicts.details = {"thresholds": pairs.thresholds, "truncated": pairs.truncated}
+    return duplicates, conflicts
