@@ -11,7 +11,7 @@ arguments give the same bytes.
 Reported (wall time of whole `engram` processes, default model):
   * the first ingest of all logs: MB/s of log read, sessions/s, memories/s, memories per session;
   * a second ingest right after (nothing new): seconds;
-  * memories per session on each real sample in ../shared/fixtures/agent-logs (dry run).
+  * memories per session on each real sample in tests/fixtures/agent-logs (dry run).
 
 Usage (from the repository root):
   python scripts/bench_ingest.py [--mb 100] [--json out.json] [--keep DIR]
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "agent-logs"
+FIXTURES = REPO_ROOT / "tests" / "fixtures" / "agent-logs"
 SEED = 11
 
 PROJECTS = ["webshop", "billing-api", "infra", "data-pipeline", "mobile-app", "docs-site", "auth-service", "search"]
