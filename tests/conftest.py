@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from engram_cli.cli import app
 from engram_cli.store import connect
+from engram_cli.timeutil import normalize_iso
 
 ENV_VARS = ("ENGRAM_HOME", "ENGRAM_DB", "ENGRAM_NAMESPACE", "ENGRAM_AGENT", "ENGRAM_MODEL", "NO_COLOR")
 
@@ -29,6 +30,9 @@ def engram_home(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkey
     for name in ("GIT_AUTHOR", "GIT_COMMITTER"):
         monkeypatch.setenv(f"{name}_NAME", "engram tests")
         monkeypatch.setenv(f"{name}_EMAIL", "tests@engram.invalid")
+    # Commands default to the git project of the current directory: the checkout the tests run from
+    # must not decide where their memories go. Outside a repository that is the global scope.
+    monkeypatch.chdir(tmp_path)
     return home
 
 
@@ -49,6 +53,30 @@ def rows(db_path: Path) -> Callable[..., list[tuple[Any, ...]]]:
             store.close()
 
     return query
+
+
+@pytest.fixture
+def backdate(db_path: Path) -> Callable[..., None]:
+    """Pretend engram learned memories (all, or those of ``ids``) at ``at``, as if stored back then.
+
+    Decay and audit count a memory's age from when it was learned, not from when it happened
+    (`--at`), so a test that needs an old memory says so here.
+    """
+
+    def learned(at: str, *ids: str) -> None:
+        at = normalize_iso(at)
+        store = connect(db_path)
+        try:
+            with store.write():
+                if ids:
+                    for memory_id in ids:
+                        store.execute("UPDATE memories SET learned_at = ? WHERE id = ?", (at, memory_id))
+                else:
+                    store.execute("UPDATE memories SET learned_at = ?", (at,))
+        finally:
+            store.close()
+
+    return learned
 
 
 class Cli:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from engram_cli.api.results import SessionContext
 from engram_cli.config import Paths
-from engram_cli.errors import EngramError
+from engram_cli.errors import EngramError, UnknownNamespace
 from engram_cli.integrations import assistants, check_database, engram_command, hooklog
 from engram_cli.integrations import git as githook
 from engram_cli.integrations import schedule as schedmod
@@ -99,6 +99,8 @@ def session_context(
         return context
     try:
         context.hits = engram().recall(namespace, k=k, namespace=namespace, bump=False)
+    except UnknownNamespace:
+        pass  # a project without memories yet: nothing to say, and nothing wrong
     except EngramError as exc:
         context.problem = exc
     return context
