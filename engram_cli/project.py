@@ -13,6 +13,8 @@ from typing import Literal
 # use everywhere). The name is reserved: a project directory called "global" gets GLOBAL_PROJECT.
 GLOBAL_NAMESPACE = "global"
 GLOBAL_PROJECT = "global-project"
+# Where engram wrote before there were scopes; migration 3 moved it to the global scope.
+OLD_DEFAULT_NAMESPACE = "default"
 
 ScopeName = Literal["project", "global", "other"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,22 @@ def backdate(db_path: Path) -> Callable[..., None]:
             store.close()
 
     return learned
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> Callable[[str], Path]:
+    """Makes a real git repository ``tmp_path/NAME`` (with an empty ``src/app`` inside) and returns it.
+
+    Commands inside one default to its project's namespace; the tests otherwise run outside any.
+    """
+
+    def make(name: str) -> Path:
+        repo = tmp_path / name
+        (repo / "src" / "app").mkdir(parents=True)
+        subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30, capture_output=True)
+        return repo
+
+    return make
 
 
 class Cli:

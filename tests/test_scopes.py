@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from engram_cli import Engram
+from engram_cli.ingest.extract import scope_of
 from engram_cli.project import GLOBAL_NAMESPACE, Scope, project_namespace
 
 PREFERENCE = "Answer in British English"
@@ -16,18 +17,10 @@ DEPLOY = "Deploys go through make release after a green CI run"
 OTHER = "The billing service deploys with helm upgrade"
 
 
-def _repo(root: Path, name: str) -> Path:
-    """A git repository called ``name`` under ``root`` (a ``.git`` directory is what engram looks for)."""
-    repo = root / name
-    (repo / ".git").mkdir(parents=True)
-    (repo / "src" / "app").mkdir(parents=True)
-    return repo
-
-
 @pytest.fixture
-def webshop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def webshop(git_repo: Any, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The current directory is deep inside the git repository `webshop`."""
-    repo = _repo(tmp_path, "webshop")
+    repo = git_repo("webshop")
     monkeypatch.chdir(repo / "src" / "app")
     return repo
 
@@ -40,10 +33,10 @@ def _json(cli: Any, *args: str) -> Any:
 
 
 def test_inside_a_repository_add_writes_to_the_project_and_outside_to_global(
-    cli: Any, rows: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Any, rows: Any, git_repo: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cli("add", "The office printer is on floor two")  # the tests run outside any repository
-    repo = _repo(tmp_path, "webshop")
+    repo = git_repo("webshop")
     monkeypatch.chdir(repo / "src")
     cli("add", DEPLOY)
     cli("add", PREFERENCE, "-g")
@@ -57,16 +50,16 @@ def test_inside_a_repository_add_writes_to_the_project_and_outside_to_global(
     }
 
 
-def test_a_repository_named_global_is_a_project_all_the_same(tmp_path: Path) -> None:
-    repo = _repo(tmp_path, "global")
+def test_a_repository_named_global_is_a_project_all_the_same(git_repo: Any) -> None:
+    repo = git_repo("global")
     assert project_namespace(repo / "src") == "global-project"
     assert Scope.resolve(None, repo / "src") == Scope("global-project")
     with Engram.open(cwd=repo) as mem:
         assert mem.add(DEPLOY).memory.namespace == "global-project"
 
 
-def test_the_scope_of_the_library_comes_from_cwd(tmp_path: Path) -> None:
-    repo = _repo(tmp_path, "webshop")
+def test_the_scope_of_the_library_comes_from_cwd(git_repo: Any, tmp_path: Path) -> None:
+    repo = git_repo("webshop")
     with Engram.open(cwd=repo / "src" / "app") as inside:
         assert inside.scope == Scope(project="webshop", global_ns=GLOBAL_NAMESPACE)
         assert inside.scope.namespaces == ["webshop", "global"] and inside.scope.default == "webshop"
@@ -130,11 +123,11 @@ def test_no_global_searches_the_project_alone_and_g_the_global_scope_alone(cli: 
     assert "[namespace: billing]" in cli("recall", "helm upgrade", "-A", "--format", "card").stdout
 
 
-def test_no_global_needs_a_project(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_global_needs_a_project(cli: Any, git_repo: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     cli("add", PREFERENCE)
     result = cli("recall", "English", "--no-global", ok=False)
     assert result.exit_code == 2 and "--no-global needs a project" in result.stderr and "Hint:" in result.stderr
-    repo = _repo(tmp_path, "webshop")
+    repo = git_repo("webshop")
     monkeypatch.chdir(repo)
     mixed = cli("recall", "English", "--no-global", "-n", "webshop", ok=False)
     assert mixed.exit_code == 2 and "--no-global" in mixed.stderr
@@ -174,6 +167,8 @@ def test_a_mistyped_namespace_is_an_error_that_names_the_close_ones(cli: Any, th
         assert "Hint: did you mean: webshop, web-shop?" in result.stderr and "engram namespaces" in result.stderr
     envelope = json.loads(cli("recall", "deploy", "-n", "webshopp", "--json", ok=False).stdout)
     assert envelope["error"]["type"] == "UnknownNamespace"
+    renamed = cli("list", "-n", "default", ok=False)
+    assert "no memories in namespace 'default'" in renamed.stderr and "in 'global' now: use -g" in renamed.stderr
     far = cli("forget", three["other"][:8], "-n", "zzz", ok=False)
     assert far.exit_code == 1 and "no memories in namespace 'zzz'" in far.stderr
     assert "engram add -n zzz" in far.stderr
@@ -209,3 +204,62 @@ def test_namespaces_shows_the_scope_even_before_anything_is_in_it(cli: Any, webs
         ("global", "global", 0),
         ("webshop", "project", 0),
     ]
+
+
+# -- the session card reads both scopes ------------------------------------------------------------
+
+
+def test_the_session_card_holds_the_project_and_the_global_scope(
+    cli: Any, git_repo: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shop = git_repo("webshop")
+    empty = git_repo("newproject")
+    cli("add", PREFERENCE, "-g")
+    cli("add", DEPLOY, "-n", "webshop")
+    cli("add", OTHER, "-n", "billing")
+    card = cli("hooks", "context", "claude-code", "--dir", str(shop / "src")).stdout
+    assert PREFERENCE in card and DEPLOY in card and OTHER not in card
+    assert "[scope: global]" in card and "[scope: project]" in card
+    # A project with nothing of its own yet still starts with what is true of the person everywhere.
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(empty))
+    fresh = cli("hooks", "context", "claude-code").stdout
+    assert PREFERENCE in fresh and DEPLOY not in fresh
+
+
+# -- whose a statement is -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "scope"),
+    [
+        # How the person wants to be answered, and the tools they use everywhere.
+        ("Always answer in British English", "person"),
+        ("Keep your answers short and skip the apologies", "person"),
+        ("No emojis, please", "person"),
+        ("Call me Sam", "person"),
+        ("I always use fish as my shell", "person"),
+        ("I prefer tabs over spaces in every project", "person"),
+        ("my editor is neovim", "person"),
+        ("Use uv for Python everywhere", "person"),
+        ("以后回答用中文", "person"),
+        ("回答要简洁", "person"),
+        ("我习惯用 vim 写代码", "person"),
+        ("所有项目都用 uv 管理依赖", "person"),
+        ("不要用表情", "person"),
+        # The project's: named as such, a team speaking, a file of it, or the work at hand.
+        ("This repo uses pnpm, not npm", "project"),
+        ("For this project, I prefer pnpm", "project"),
+        ("We deploy with make release", "project"),
+        ("Remember that we always deploy with make release", "project"),
+        ("I always run tests/unit before pushing", "project"),
+        ("I prefer the staging database for experiments", "project"),
+        ("I like this approach better", "project"),
+        ("The API rate limit is 100 requests per minute", "project"),
+        ("这个项目用 pnpm", "project"),
+        ("我们用 pytest 跑测试", "project"),
+        ("我喜欢这个方案", "project"),
+        ("部署用 make release", "project"),
+    ],
+)
+def test_scope_of(text: str, scope: str) -> None:
+    assert scope_of(text) == scope

@@ -156,6 +156,13 @@ class Engram:
             progress=progress,
         )
 
+    def scoped(self, scope: Scope) -> Engram:
+        """This store seen from another :attr:`scope` (a hook speaks for the assistant's project, not its cwd).
+
+        The two share the store: close one of them, not both.
+        """
+        return type(self)(self.store, self.config, scope)
+
     def close(self) -> None:
         self.store.close()
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engram_cli.errors import UnknownNamespace
-from engram_cli.project import Scope
+from engram_cli.project import GLOBAL_NAMESPACE, OLD_DEFAULT_NAMESPACE, Scope
 from engram_cli.store.db import Store
 
 # Close matches offered for a namespace that holds nothing.
@@ -63,7 +63,9 @@ def require_namespaces(store: Store, names: Sequence[str], *, exempt: Sequence[s
         folded = {k.casefold().replace("_", "-"): k for k in known}
         close = [folded[k] for k in difflib.get_close_matches(name.casefold().replace("_", "-"), list(folded))]
     listing = "`engram namespaces` lists them"
-    if close:
+    if name == OLD_DEFAULT_NAMESPACE:
+        hint = f"what was in {name!r} is in {GLOBAL_NAMESPACE!r} now: use -g (or -n {GLOBAL_NAMESPACE})"
+    elif close:
         hint = f"did you mean: {', '.join(close)}? ({listing})"
     elif known:
         hint = f"{listing}; `engram add -n {name} …` starts this one"

@@ -34,6 +34,7 @@ from engram_cli.memory.model import (
     normalize_name,
     normalize_namespace,
 )
+from engram_cli.project import GLOBAL_NAMESPACE, OLD_DEFAULT_NAMESPACE
 from engram_cli.serialize import to_json
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now, normalize_iso
@@ -202,6 +203,9 @@ def _parse(
     if not textmod.normalize(data["content"]):
         raise InvalidInput("content is empty")
     data["namespace"] = normalize_namespace(data["namespace"])
+    if data["namespace"] == OLD_DEFAULT_NAMESPACE and "learned_at" not in data:
+        # Exported before scopes (no learned_at): its `default` is what migration 3 made global here.
+        data["namespace"] = GLOBAL_NAMESPACE
     data["agent"] = normalize_name("agent", data["agent"])
     if data["type"] not in MEMORY_TYPES:
         raise InvalidInput(f"unknown type {data['type']!r}")
@@ -252,7 +256,7 @@ def import_lines(
     dim: int,
     embed: Callable[[Sequence[str]], np.ndarray],
     known_models: dict[str, int],
-    namespace: str = "default",
+    namespace: str = GLOBAL_NAMESPACE,
     agent: str = "user",
     atomic: bool = False,
     contact: bool = False,

@@ -9,8 +9,8 @@ repo uses pnpm", "这个项目用 pytest" describe the project they were said in
    about how the person wants to be answered (language, tone, length; 用中文回答) makes it the
    person's;
 3. a statement in the first person singular about a habit or taste ("I always …", "I prefer …",
-   "my editor …", 我习惯 …) is the person's, unless it speaks for a team ("we", 我们) or names a
-   file or a path of the project;
+   "my editor …", 我习惯 …) is the person's, unless it speaks for a team ("we", 我们), names a
+   file or a path of the project, or points at the work at hand ("I like this approach", 这个);
 4. anything else stays with the project, where it was said: a misplaced project fact in the global
    scope would follow the person into every other project.
 """
@@ -95,12 +95,20 @@ _PROJECT_THING = re.compile(
 )
 
 
+# Pointing at something in front of them ("I like this approach", 我喜欢这个方案): a taste about the
+# work at hand, not a habit that holds everywhere.
+_AT_HAND = re.compile(
+    r"\b(?:this|that|these|those|here|it)\b|这个|這個|那个|那個|这些|這些|这里|這裡|这儿|這兒|这样|這樣",
+    _I,
+)
+
+
 def scope_of(text: str) -> ScopeOf:
     """``"person"`` for a statement about the person (true in every project), else ``"project"``."""
     if _PROJECT.search(text):
         return PROJECT
     if _EVERYWHERE.search(text) or _ANSWERS.search(text):
         return PERSON
-    if _FIRST_PERSON.search(text) and not _TEAM.search(text) and not _PROJECT_THING.search(text):
+    if _FIRST_PERSON.search(text) and not any(p.search(text) for p in (_TEAM, _PROJECT_THING, _AT_HAND)):
         return PERSON
     return PROJECT
