@@ -241,9 +241,13 @@ class Engram:
 
     # -- verbs -----------------------------------------------------------------------
 
-    def _prepare(self, fields: Mapping[str, Any], *, keep_secrets: bool = False) -> remember.NewMemory:
+    def _prepare(
+        self, fields: Mapping[str, Any], *, keep_secrets: bool = False, namespace: str | None = None
+    ) -> remember.NewMemory:
+        """``fields`` checked and completed; without a namespace of their own they go to ``namespace``
+        (default: the :attr:`scope`'s)."""
         return remember.prepare(
-            fields, namespace=self.scope.default, agent=self.settings.agent,
+            fields, namespace=namespace or self.scope.default, agent=self.settings.agent,
             keep_secrets=keep_secrets, contact=self.settings.redact.contact_details,
         )  # fmt: skip
 
@@ -692,12 +696,14 @@ class Engram:
 
     def ingest_port(self) -> IngestPort:
         """What the ingest loader may use of this store: its writer, its checks and the ingest settings."""
+        # A session whose project is unknown belongs to no project: the configured namespace, else global
+        # (not the project engram happens to run in: ingest runs from cron and hooks).
+        namespace = _configured_namespace(self.config) or GLOBAL_NAMESPACE
         return IngestPort(
             store=self.store,
             writer=lambda: self._writer(no_merge=False),
-            prepare=self._prepare,
-            # A session whose project is unknown belongs to no project: the configured namespace, else global.
-            namespace=_configured_namespace(self.config) or GLOBAL_NAMESPACE,
+            prepare=lambda fields: self._prepare(fields, namespace=namespace),
+            namespace=namespace,
             extract_command=self.settings.extract.command.strip(),
             extract_timeout=self.settings.extract.timeout_s,
             contact=self.settings.redact.contact_details,
