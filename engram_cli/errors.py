@@ -51,6 +51,10 @@ class InvalidInput(EngramError):
     """A value given to the engine is not acceptable (empty text, bad type, out of range)."""
 
 
+class UnknownNamespace(InvalidInput):
+    """A namespace named for reading holds no memory: most often a typo of one that does."""
+
+
 class NotFound(EngramError):
     """No memory (or other object) matches the given id or prefix."""
 

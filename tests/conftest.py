@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typer.testing import CliRunner
 
 from engram_cli.cli import app
 from engram_cli.store import connect
+from engram_cli.timeutil import normalize_iso
 
 ENV_VARS = ("ENGRAM_HOME", "ENGRAM_DB", "ENGRAM_NAMESPACE", "ENGRAM_AGENT", "ENGRAM_MODEL", "NO_COLOR")
 
@@ -29,6 +31,9 @@ def engram_home(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkey
     for name in ("GIT_AUTHOR", "GIT_COMMITTER"):
         monkeypatch.setenv(f"{name}_NAME", "engram tests")
         monkeypatch.setenv(f"{name}_EMAIL", "tests@engram.invalid")
+    # Commands default to the git project of the current directory: the checkout the tests run from
+    # must not decide where their memories go. Outside a repository that is the global scope.
+    monkeypatch.chdir(tmp_path)
     return home
 
 
@@ -49,6 +54,46 @@ def rows(db_path: Path) -> Callable[..., list[tuple[Any, ...]]]:
             store.close()
 
     return query
+
+
+@pytest.fixture
+def backdate(db_path: Path) -> Callable[..., None]:
+    """Pretend engram learned memories (all, or those of ``ids``) at ``at``, as if stored back then.
+
+    Decay and audit count a memory's age from when it was learned, not from when it happened
+    (`--at`), so a test that needs an old memory says so here.
+    """
+
+    def learned(at: str, *ids: str) -> None:
+        at = normalize_iso(at)
+        store = connect(db_path)
+        try:
+            with store.write():
+                if ids:
+                    for memory_id in ids:
+                        store.execute("UPDATE memories SET learned_at = ? WHERE id = ?", (at, memory_id))
+                else:
+                    store.execute("UPDATE memories SET learned_at = ?", (at,))
+        finally:
+            store.close()
+
+    return learned
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> Callable[[str], Path]:
+    """Makes a real git repository ``tmp_path/NAME`` (with an empty ``src/app`` inside) and returns it.
+
+    Commands inside one default to its project's namespace; the tests otherwise run outside any.
+    """
+
+    def make(name: str) -> Path:
+        repo = tmp_path / name
+        (repo / "src" / "app").mkdir(parents=True)
+        subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30, capture_output=True)
+        return repo
+
+    return make
 
 
 class Cli:

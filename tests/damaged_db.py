@@ -55,7 +55,8 @@ def build(path: Path, n: int = MEMORIES) -> None:
             mp.delenv(name)
         mp.setenv("ENGRAM_HOME", str(path.parent / "home"))
         mp.setenv("HOME", str(path.parent / "home"))
-        with Engram.open(path) as mem:
+        # Opened outside any git repository, so the memories are in the global scope the tests read.
+        with Engram.open(path, cwd=path.parent) as mem:
             mem.add_many(records(n), no_merge=True)
             mem.store.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 

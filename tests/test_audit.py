@@ -472,11 +472,14 @@ def test_duplicates_and_conflicts_are_reported_and_exact_duplicates_merged(engra
     assert engram.audit().check("orphan_index").count == 0
 
 
-def test_review_lists_stale_low_confidence_and_never_accessed(engram: Engram, cli: Any) -> None:
+def test_review_lists_stale_low_confidence_and_never_accessed(engram: Engram, cli: Any, backdate: Any) -> None:
     now = "2026-03-01T00:00:00Z"
     stale = engram.add(FACTS[0], created_at="2025-01-01T00:00:00Z").memory  # 424 days: decay 0.195 after decay
     unsure = engram.add(FACTS[1], confidence=0.2, created_at="2026-02-25T00:00:00Z").memory
-    engram.add(FACTS[2], created_at="2026-02-28T00:00:00Z")
+    fresh = engram.add(FACTS[2], created_at="2026-02-28T00:00:00Z").memory
+    # Age counts from when engram learned a memory: here, when each happened.
+    for memory in (stale, unsure, fresh):
+        backdate(memory.created_at, memory.id)
     report = engram.audit(now=now)
     assert _counts(report)["stale"] == 0  # its stored decay score is not recomputed yet
     assert report.check("low_confidence").examples[0]["id"] == unsure.id[:8]

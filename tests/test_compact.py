@@ -134,7 +134,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(cli: Any, engram: Engram, ro
     _episodes(engram, UPLOAD + OTHERS)
     before = _snapshot(rows)
     result = cli("compact", "--dry-run", "--now", NOW)
-    assert "would consolidate 3 episodes in default into a new semantic memory" in result.stdout
+    assert "would consolidate 3 episodes in global into a new semantic memory" in result.stdout
     assert f"-> {UPLOAD[0]}" in result.stdout
     assert _snapshot(rows) == before
     data = json.loads(cli("compact", "--dry-run", "--now", NOW, "--json").stdout)
@@ -142,8 +142,9 @@ def test_dry_run_prints_the_plan_and_writes_nothing(cli: Any, engram: Engram, ro
     assert _snapshot(rows) == before
 
 
-def test_cron_run_is_quiet_when_nothing_changes(cli: Any, engram: Engram) -> None:
+def test_cron_run_is_quiet_when_nothing_changes(cli: Any, engram: Engram, backdate: Any) -> None:
     _episodes(engram, OTHERS)
+    backdate(OLD)  # learned when they happened, so that decay has moved by NOW
     first = cli("compact", "--now", NOW)
     assert first.stdout.strip().endswith(f"as of {NOW[:19]}.000000Z)")  # decay moved; reported once
     second = cli("compact", "--now", NOW)
@@ -222,8 +223,9 @@ def test_hard_cap_archives_the_least_important_and_faded_first(engram: Engram) -
     assert not engram.compact(now=NOW).changed
 
 
-def test_faded_memories_are_archived_by_the_decay_step(engram: Engram) -> None:
+def test_faded_memories_are_archived_by_the_decay_step(engram: Engram, backdate: Any) -> None:
     old = engram.add("The office printer is on floor two", type="episodic", created_at="2025-01-01T00:00:00Z").id
+    backdate("2025-01-01T00:00:00Z")
     report = engram.compact(now=NOW)
     assert report.decay is not None and report.decay.archived == 1
     assert engram.get(old).status == "archived" and engram.get(old).consolidated_into is None

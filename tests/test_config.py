@@ -14,7 +14,7 @@ from engram_cli.errors import EngramError, InvalidInput, UsageError
 
 def test_defaults_come_from_code(engram_home: Path) -> None:
     cfg = config.load()
-    assert cfg.settings.namespace == "default"
+    assert cfg.settings.namespace is None  # automatic: the git project, else global
     assert cfg.settings.recall.k == 5
     assert cfg.origins == {}
 
@@ -81,7 +81,7 @@ def test_unknown_key_in_file_is_a_warning_naming_key_and_file(engram_home: Path)
     [
         ("[recall]\nk = 'many'\n", "recall.k", 5, "whole number"),
         ("[merge]\nenabled = 3\n", "merge.enabled", True, "true or false"),
-        ("namespace = 7\n", "namespace", "default", "str"),
+        ("namespace = 7\n", "namespace", None, "str"),
         ("recall = 5\n", "recall.k", 5, "table of settings"),
         ("[merge]\nthreshold = 'high'\n", "merge.threshold", None, "number"),
     ],
@@ -101,7 +101,7 @@ def test_a_file_that_is_not_utf8_is_a_warning(engram_home: Path) -> None:
     engram_home.mkdir(parents=True)
     (engram_home / "config.toml").write_bytes(b"namespace = '\xff'\n")
     cfg = config.load()
-    assert cfg.settings.namespace == "default" and len(cfg.warnings) == 1
+    assert cfg.settings.namespace is None and len(cfg.warnings) == 1
 
 
 COMMENTED = """# engram settings for my laptop

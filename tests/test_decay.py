@@ -29,11 +29,13 @@ def _half_life_30(engram: Engram) -> None:
     engram.config = replace(engram.config, settings=replace(engram.settings, decay=Decay(half_life_days=every_30)))
 
 
-def test_decay_run_scores_and_archives(engram: Engram, rows: Any) -> None:
+def test_decay_run_scores_and_archives(engram: Engram, rows: Any, backdate: Any) -> None:
     _half_life_30(engram)
     mid = engram.add("The staging database runs on port 5433", created_at=DAY0).id
     high = engram.add("Never force-push to main", importance=0.9, created_at=DAY0).id
     old = engram.add("The office printer is on floor two", created_at="2025-06-15T00:00:00Z").id
+    backdate(DAY0, mid, high)
+    backdate("2025-06-15T00:00:00Z", old)
     report = engram.decay(now="2026-04-01T00:00:00Z")  # 90 days after DAY0, 200 after the printer
     assert report.scanned == 3 and report.archived == 1
     assert engram.get(mid).decay_score == pytest.approx(0.125)
@@ -45,24 +47,27 @@ def test_decay_run_scores_and_archives(engram: Engram, rows: Any) -> None:
     assert kinds == ["created", "archived"]
 
 
-def test_decay_is_idempotent_for_the_same_moment(engram: Engram) -> None:
+def test_decay_is_idempotent_for_the_same_moment(engram: Engram, backdate: Any) -> None:
     _half_life_30(engram)
     engram.add("The staging database runs on port 5433", created_at=DAY0)
+    backdate(DAY0)
     assert len(engram.decay(now="2026-02-01T00:00:00Z").changes) == 1
     assert engram.decay(now="2026-02-01T00:00:00Z").changes == []
 
 
-def test_dry_run_changes_nothing(engram: Engram, rows: Any) -> None:
+def test_dry_run_changes_nothing(engram: Engram, rows: Any, backdate: Any) -> None:
     _half_life_30(engram)
     engram.add("The staging database runs on port 5433", created_at=DAY0)
+    backdate(DAY0)
     report = engram.decay(now="2026-04-01T00:00:00Z", dry_run=True)
     assert len(report.changes) == 1 and report.changes[0].after == pytest.approx(0.125)
     assert rows("SELECT decay_score, version FROM memories") == [(1.0, 1)]
 
 
-def test_touch_restores_an_archived_memory(engram: Engram, rows: Any) -> None:
+def test_touch_restores_an_archived_memory(engram: Engram, rows: Any, backdate: Any) -> None:
     _half_life_30(engram)
     memory = engram.add("The office printer is on floor two", created_at="2025-01-01T00:00:00Z")
+    backdate("2025-01-01T00:00:00Z")
     engram.decay(now="2026-01-01T00:00:00Z")
     assert engram.get(memory.id).status == "archived"
     (touched,) = engram.touch(memory.id[:8])
@@ -72,16 +77,18 @@ def test_touch_restores_an_archived_memory(engram: Engram, rows: Any) -> None:
     assert rows(f"SELECT status FROM {table}") == [("active",)]
 
 
-def test_half_lives_differ_by_type(engram: Engram) -> None:
+def test_half_lives_differ_by_type(engram: Engram, backdate: Any) -> None:
     working = engram.add("scratch: try the other branch", type="working", created_at=DAY0).id
     semantic = engram.add("The staging database runs on port 5433", created_at=DAY0).id
+    backdate(DAY0)
     engram.decay(now="2026-01-11T00:00:00Z")
     assert engram.get(working).status == "archived"
     assert engram.get(semantic).decay_score > 0.95
 
 
-def test_cli_decay_is_quiet_unless_something_changed(cli: Any) -> None:
+def test_cli_decay_is_quiet_unless_something_changed(cli: Any, backdate: Any) -> None:
     cli("add", "The staging database runs on port 5433", "--at", DAY0)
+    backdate(DAY0)
     first = cli("decay", "--now", "2026-03-02T00:00:00Z")
     assert "1 of 1 active memories decayed" in first.stdout
     again = cli("decay", "--now", "2026-03-02T00:00:00Z")
@@ -104,9 +111,10 @@ def test_history_lists_recent_events_and_one_timeline(cli: Any) -> None:
     assert "superseded" in cli("history").stdout
 
 
-def test_cli_decay_reports_only_steps_and_archives(cli: Any) -> None:
+def test_cli_decay_reports_only_steps_and_archives(cli: Any, backdate: Any) -> None:
     """A daily cron job mails what it prints: drifts below the reporting step are applied silently."""
     cli("add", "Fixed the flaky login test by waiting for the session cookie", "--type", "episodic", "--at", DAY0)
+    backdate(DAY0)
     first = cli("decay", "--now", "2026-01-11T00:00:00Z")  # 10 days of a 30-day half-life: 1.0 -> 0.79
     assert "1 of 1 active memories decayed by 0.1 or more" in first.stdout
     a_minute_later = cli("decay", "--now", "2026-01-11T00:01:00Z")
@@ -120,8 +128,9 @@ def test_cli_decay_reports_only_steps_and_archives(cli: Any) -> None:
     assert "1 archived" in gone.stdout
 
 
-def test_small_drifts_are_applied_without_an_event(engram: Engram, rows: Any) -> None:
+def test_small_drifts_are_applied_without_an_event(engram: Engram, rows: Any, backdate: Any) -> None:
     memory = engram.add("Fixed the flaky login test", type="episodic", created_at=DAY0)
+    backdate(DAY0)
     engram.decay(now="2026-01-11T00:00:00Z")
     report = engram.decay(now="2026-01-11T06:00:00Z")
     assert report.notable == [] and report.silent_drifts == 1

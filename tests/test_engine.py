@@ -27,7 +27,7 @@ def test_add_returns_the_stored_memory(engram: Engram, rows: Any) -> None:
                 "metadata", "sources"):  # fmt: skip
         assert key in data
     assert data["tags"] == ["db", "ops"]
-    assert data["namespace"] == "default" and data["type"] == "semantic" and data["status"] == "active"
+    assert data["namespace"] == "global" and data["type"] == "semantic" and data["status"] == "active"
     assert data["embedding_model"] == engram.active_model
     assert data["created_at"].endswith("Z")
     (count,) = rows("SELECT count(*) FROM memories")[0]
@@ -328,7 +328,7 @@ def test_recall_list_count_and_export_take_filter_keywords_or_ready_filters(engr
     engram.add("Deploys of the web app go through Vercel", namespace="web")
     engram.add("The office coffee machine is on the third floor")
     # The README's call: keywords beside the query.
-    hits = engram.recall("how do we deploy?", k=5, namespace="default", tags=["ops"])
+    hits = engram.recall("how do we deploy?", k=5, namespace="global", tags=["ops"])
     assert [h.memory.content for h in hits] == ["Deploys go through make release"]
     everywhere = engram.filters(all_namespaces=True)
     assert len(engram.recall("deploy", k=5, filters=everywhere, bump=False)) == 3

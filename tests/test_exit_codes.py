@@ -140,9 +140,11 @@ def test_argv_that_is_not_utf8_becomes_replacement_characters(engram_home: Path)
     added = _engram("add", b"caf\xe9 au lait", "--json")
     assert added.returncode == 0, added.stderr
     assert json.loads(added.stdout)["content"] == "caf\ufffd au lait"
+    stored = _engram("add", "x", "-n", b"ns\xff")
+    assert stored.returncode == 0, stored.stderr
     searched = _engram("recall", "x", "-n", b"ns\xff", "--json")
     assert searched.returncode == 0, searched.stderr
-    assert json.loads(searched.stdout) == [] and b"Traceback" not in searched.stderr
+    assert [h["namespace"] for h in json.loads(searched.stdout)] == ["ns\ufffd"] and b"Traceback" not in searched.stderr
 
 
 # -- the error envelope ---------------------------------------------------------------------------

@@ -93,7 +93,7 @@ def test_ingest_refuses_a_bad_namespace_before_reading(cli: Any, rows: Any, tmp_
 def test_import_trims_the_namespace_of_each_record(cli: Any, rows: Any) -> None:
     cli("add", FACT, "-n", "alpha")
     (record,) = [json.loads(line) for line in cli("export", "-A").stdout.splitlines()]
-    cli("forget", record["id"], "--hard")
+    cli("forget", record["id"], "--hard", "-n", "alpha")
     record["namespace"] = " beta "
     bad = dict(record, id="0" * 8 + record["id"][8:], namespace="\t")
     cli("import", "-", input=json.dumps(record) + "\n" + json.dumps(bad) + "\n", ok=False)

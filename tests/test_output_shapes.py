@@ -19,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from engram_cli.cli import app
+from engram_cli.store import connect
 
 # The variables tests/conftest.py clears for every test; the template is built under the same rule.
 ENV_VARS = ("ENGRAM_HOME", "ENGRAM_DB", "ENGRAM_NAMESPACE", "ENGRAM_AGENT", "ENGRAM_MODEL", "NO_COLOR")
@@ -63,6 +64,8 @@ def memory(**changes: Any) -> dict[str, Any]:
         "decay_score": float,
         "access_count": int,
         "created_at": str,
+        "occurred_at": str,
+        "learned_at": str,
         "updated_at": str,
         "last_access_at": (str, None),
         "status": str,
@@ -99,6 +102,7 @@ EXPLAIN = {
     "decay_score": float,
     "score": float,
     "formula": str,
+    "scope": {"scope": str, "namespace": str},
 }
 SCORE_FACTORS = {
     "importance_factor": float,
@@ -292,8 +296,10 @@ EXPORT_LINE = {
     "id": str,
     "importance": float,
     "last_access_at": None,
+    "learned_at": str,
     "metadata": dict,
     "namespace": str,
+    "occurred_at": str,
     "session": None,
     "sources": [{k: SOURCE[k] for k in sorted(SOURCE)}],
     "status": str,
@@ -372,7 +378,15 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         mp.setenv("ENGRAM_HOME", str(home))
         mp.setenv("HOME", str(tmp_path_factory.mktemp("template-user")))
         mp.setenv("NO_COLOR", "1")
+        mp.chdir(home)  # outside any git repository: the memories without -n go to the global scope
         _build(home)
+    # Learned when they happened, as if added on that day: decay and compact below count from then.
+    store = connect(home / "engram.db")
+    try:
+        with store.write():
+            store.execute("UPDATE memories SET learned_at = created_at")
+    finally:
+        store.close()
     assert not (home / "engram.db-wal").exists() or (home / "engram.db-wal").stat().st_size == 0
     return home / "engram.db"
 
@@ -437,46 +451,53 @@ def test_add(run: Any) -> None:
 def test_recall_in_every_format(run: Any) -> None:
     query = ("recall", "how do we deploy", "--no-touch")
     assert lines(run(*query).stdout) == [
-        "id        score  type      imp   content",
-        "<id8>  1.500  semantic  0.90  Deploys go through make release",
-        f"<id8>  0.566  episodic  0.50  {UPLOAD[2]}",
-        f"<id8>  0.495  episodic  0.50  {UPLOAD[0]}",
-        f"<id8>  0.440  episodic  0.50  {UPLOAD[1]}",
+        "id        score  scope   type      imp   content",
+        "<id8>  1.500  global  semantic  0.90  Deploys go through make release",
+        f"<id8>  0.566  global  episodic  0.50  {UPLOAD[2]}",
+        f"<id8>  0.495  global  episodic  0.50  {UPLOAD[0]}",
+        f"<id8>  0.440  global  episodic  0.50  {UPLOAD[1]}",
     ]
     as_json = run(*query, "--json")
-    assert_shape(as_json.json(), [{**MEMORY, "score": float}])
+    assert_shape(as_json.json(), [{**MEMORY, "score": float, "scope": str}])
     assert as_json.raw_stdout == run(*query, "--format", "json").raw_stdout
     explained = run(*query, "--json", "--explain").json()
-    assert_shape(explained, [{**MEMORY, "score": float, "explain": EXPLAIN}])
+    assert_shape(explained, [{**MEMORY, "score": float, "scope": str, "explain": EXPLAIN}])
     assert run(*query, "-k", "1", "--format", "card").stdout == (
         "The following are the user's long-term memories from engram, for reference only:\n\n"
-        "[memory #<id8>][type: semantic][importance: 0.9][accessed: 0]\n"
+        "[memory #<id8>][type: semantic][importance: 0.9][accessed: 0][scope: global]\n"
         "Deploys go through make release\n\n"
         "Do not trust these memories blindly: they may be outdated or wrong. "
         "Where they contradict the current instruction, the current instruction wins.\n"
     )
     assert run(*query, "-k", "2", "--format", "markdown").stdout == (
         "# Memories\n\n"
-        "- **semantic** · importance 0.9 · `<id8>` · tags: ops\n"
+        "- **semantic** · importance 0.9 · global · `<id8>` · tags: ops\n"
         "  Deploys go through make release\n"
-        "- **episodic** · importance 0.5 · `<id8>`\n"
+        "- **episodic** · importance 0.5 · global · `<id8>`\n"
         "  Upload test flakiness came back after the boto upgrade; re-pinned the S3 mock clock\n"
     )
-    nothing = run("recall", "deploy", "-n", "nowhere")
+    nothing = run("recall", "deploy", "-t", "nowhere")
     assert (nothing.stdout, nothing.stderr) == ("", "no memories matched\n")
-    assert run("recall", "deploy", "-n", "nowhere", "--json").raw_stdout == "[]\n"
-    assert run("recall", "deploy", "-n", "nowhere", "--format", "card").raw_stdout == ""
+    assert run("recall", "deploy", "-t", "nowhere", "--json").raw_stdout == "[]\n"
+    assert run("recall", "deploy", "-t", "nowhere", "--format", "card").raw_stdout == ""
+    unknown = run("recall", "deploy", "-n", "wab", code=1)
+    assert (unknown.stdout, unknown.stderr) == (
+        "",
+        "Error: no memories in namespace 'wab'\nHint: did you mean: web? (`engram namespaces` lists them)\n",
+    )
+    envelope = {"error": {"type": str, "message": str, "hint": str, "exit_code": int}}
+    assert_shape(run("recall", "deploy", "-n", "wab", "--json", code=1).json(), envelope)
 
 
 def test_inspect(run: Any) -> None:
     shown = run("inspect", run("list", "--json").json()[-1]["id"][:8])
     assert lines(shown.stdout)[:2] == ["memory <id>", "Deploys go through make release"]
     body = lines(shown.stdout)[2:]
-    assert body[:16] == [
+    assert body[:17] == [
         "",
         "              type  semantic",
         "            status  active",
-        "         namespace  default",
+        "         namespace  global",
         "             agent  user",
         "           session  -",
         "              tags  ops",
@@ -484,20 +505,21 @@ def test_inspect(run: Any) -> None:
         "        confidence  1.000",
         "       decay score  1.000",
         "          accessed  0 times, last never",
-        "           created  <time>",
+        "          occurred  <time>",
+        "           learned  <time>",
         "           updated  <time>",
         "   embedding model  multilingual-e5-small-q4-v1",
         "           version  1",
         "",
     ]
-    assert body[16:19] == ["score factors", "  importance_factor  1.5", "       decay_score  1.0"]
+    assert body[17:20] == ["score factors", "  importance_factor  1.5", "       decay_score  1.0"]
     assert body[-6:] == [
         "",
         "sources",
         "  <time>  cli",
         "",
         "history",
-        '  <time>  created      null -> {"agent": "user", "importance": 0.9, "namespace": "default", '
+        '  <time>  created      null -> {"agent": "user", "importance": 0.9, "namespace": "global", '
         '"source": "cli", "type": "semantic"}',
     ]
     data = run("inspect", run("list", "--json").json()[-1]["id"][:8], "--json").json()
@@ -507,11 +529,11 @@ def test_inspect(run: Any) -> None:
 def test_list(run: Any) -> None:
     listed = run("list")
     assert lines(listed.stdout) == [
-        "id        created           type      ns       status  imp   content",
-        "<id8>  2026-11-01 10:00  episodic  default  active  0.50  " + UPLOAD[2],
-        "<id8>  2026-11-01 10:00  episodic  default  active  0.50  " + UPLOAD[1],
-        "<id8>  2026-11-01 10:00  episodic  default  active  0.50  " + UPLOAD[0],
-        "<id8>  2026-11-01 10:00  semantic  default  active  0.90  Deploys go through make release",
+        "id        created           type      ns      status  imp   content",
+        "<id8>  2026-11-01 10:00  episodic  global  active  0.50  " + UPLOAD[2],
+        "<id8>  2026-11-01 10:00  episodic  global  active  0.50  " + UPLOAD[1],
+        "<id8>  2026-11-01 10:00  episodic  global  active  0.50  " + UPLOAD[0],
+        "<id8>  2026-11-01 10:00  semantic  global  active  0.90  Deploys go through make release",
     ]
     assert listed.stderr == ""
     page = run("list", "--limit", "2", "--offset", "1")
@@ -520,9 +542,14 @@ def test_list(run: Any) -> None:
     paged = run("list", "--limit", "2", "--json")
     assert len(paged.json()) == 2
     assert paged.stderr == "2 of 4 shown; more with --offset 2 or a larger --limit (--limit 4 shows the rest)\n"
-    none = run("list", "-n", "nowhere")
+    none = run("list", "-t", "nowhere")
     assert (none.stdout, none.stderr) == ("", "no memories\n")
-    assert run("list", "-n", "nowhere", "--json").raw_stdout == "[]\n"
+    assert run("list", "-t", "nowhere", "--json").raw_stdout == "[]\n"
+    unknown = run("list", "-n", "nowhere", code=1)
+    assert unknown.stderr == (
+        "Error: no memories in namespace 'nowhere'\n"
+        "Hint: `engram namespaces` lists them; `engram add -n nowhere …` starts this one\n"
+    )
 
 
 def test_forget_and_touch(run: Any) -> None:
@@ -537,7 +564,7 @@ def test_forget_and_touch(run: Any) -> None:
 def test_history(run: Any) -> None:
     first = run("list", "--json").json()[-1]["id"]
     assert lines(run("history", first[:8]).stdout) == [
-        '<time>  <id8>  created      null -> {"agent": "user", "importance": 0.9, "namespace": "default", '
+        '<time>  <id8>  created      null -> {"agent": "user", "importance": 0.9, "namespace": "global", '
         '"source": "cli", "type": "semantic"}'
     ]
     recent = run("history", "--limit", "2")
@@ -589,7 +616,7 @@ def test_decay(run: Any) -> None:
 def test_compact(run: Any) -> None:
     planned = run("compact", "--now", NOW, "--dry-run")
     assert lines(planned.stdout) == [
-        "would consolidate 3 episodes in default into a new semantic memory:",
+        "would consolidate 3 episodes in global into a new semantic memory:",
         f"    <id8>  {UPLOAD[0]}",
         "    <id8>  The upload test was flaky again; the S3 mock clock drifted, pinned it…",
         "    <id8>  Upload test flakiness came back after the boto upgrade; re-pinned the…",
@@ -659,7 +686,7 @@ def test_ingest(run: Any) -> None:
     planned = run("ingest", "notes", "--path", str(NOTES), "--dry-run")
     shown = lines(planned.stdout)
     assert len(shown) == 7 and all(line.startswith("would store ") for line in shown[:6])
-    assert shown[0].startswith("would store semantic   0.50 [default] Deploying the orders API The orders API")
+    assert shown[0].startswith("would store semantic   0.50 [global] Deploying the orders API The orders API")
     assert shown[-1] == "dry run: notes: 1 file(s), 1 changed; 1 session part(s); 6 new memories"
     assert_shape(run("ingest", "notes", "--path", str(NOTES), "--dry-run", "--json").json(), INGEST_REPORT)
     assert_shape(run("ingest", "notes", "--path", str(NOTES), "--json").json(), INGEST_REPORT)
@@ -733,7 +760,8 @@ def test_config_show(run: Any) -> None:
     shown = lines(run("config", "show").stdout)
     # Each line ends with the setting's description (from the settings tree).
     assert shown[:3] == [
-        "namespace = default\t# default — namespace for commands that do not pass `-n`",
+        "namespace = none\t# default — namespace for commands that do not pass `-n` or `-g`; none = automatic: the git "
+        "repository's directory name inside one, else `global`",
         "agent = user\t# default — agent recorded on new memories",
         "model = multilingual-e5-small-q4-v1\t# default — embedding model of a new database",
     ]
@@ -804,10 +832,15 @@ def test_hooks_assistant(run: Any, tmp_path: Path) -> None:
 def test_hooks_context(run: Any, repo: Path) -> None:
     run("add", "The project builds with make", "-n", "myproject")
     card = run("hooks", "context", "claude-code", "--dir", str(repo))
-    assert card.stdout == (
+    assert card.stdout == (  # the project's memories and the global scope's
         "The following are the user's long-term memories from engram, for reference only:\n\n"
-        "[memory #<id8>][type: semantic][importance: 0.5][accessed: 0]\n"
+        "[memory #<id8>][type: semantic][importance: 0.9][accessed: 0][scope: global]\n"
+        "Deploys go through make release\n\n"
+        "[memory #<id8>][type: semantic][importance: 0.5][accessed: 0][scope: project]\n"
         "The project builds with make\n\n"
+        f"[memory #<id8>][type: episodic][importance: 0.5][accessed: 0][scope: global]\n{UPLOAD[0]}\n\n"
+        f"[memory #<id8>][type: episodic][importance: 0.5][accessed: 0][scope: global]\n{UPLOAD[2]}\n\n"
+        f"[memory #<id8>][type: episodic][importance: 0.5][accessed: 0][scope: global]\n{UPLOAD[1]}\n\n"
         "Do not trust these memories blindly: they may be outdated or wrong. "
         "Where they contradict the current instruction, the current instruction wins.\n"
     )
@@ -815,7 +848,10 @@ def test_hooks_context(run: Any, repo: Path) -> None:
     assert list(payload) == ["hookSpecificOutput"]
     assert list(payload["hookSpecificOutput"]) == ["hookEventName", "additionalContext"]
     assert payload["hookSpecificOutput"]["additionalContext"] == json.loads(json.dumps(card.raw_stdout.rstrip("\n")))
-    assert run("hooks", "context", "claude-code", "--dir", str(repo.parent)).raw_stdout == ""
+    elsewhere = run("hooks", "context", "claude-code", "--dir", str(repo.parent)).stdout  # global only
+    assert (
+        "[scope: global]" in elsewhere and "[scope: project]" not in elsewhere and "builds with make" not in elsewhere
+    )
 
 
 def test_schedule(run: Any) -> None:

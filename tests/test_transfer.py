@@ -20,7 +20,7 @@ def _export(mem: Engram, **kw: Any) -> list[dict[str, Any]]:
 
 def _populate(mem: Engram) -> None:
     mem.add("Send the weekly report by email", tags=["ops"], metadata={"k": [1, "二"]})
-    mem.add("From now on send the weekly report via WeCom instead of email", namespace="default")
+    mem.add("From now on send the weekly report via WeCom instead of email", namespace="global")
     mem.add("数据库迁移脚本放在 scripts/migrate 目录下", namespace="zh", source={"kind": "file", "ref": "notes.md:3"})
     gone = mem.add("The office printer is on floor two")
     mem.forget(gone.id)
@@ -81,8 +81,8 @@ def test_cli_export_and_import(cli: Any, tmp_path: Path) -> None:
     out = tmp_path / "dump.jsonl"
     cli("export", str(out), "--all-namespaces")
     assert len(out.read_text(encoding="utf-8").splitlines()) == 2
-    only_default = cli("export").stdout.splitlines()
-    assert [json.loads(x)["namespace"] for x in only_default] == ["default"]
+    only_global = cli("export").stdout.splitlines()  # outside a git repository: the global scope
+    assert [json.loads(x)["namespace"] for x in only_global] == ["global"]
     other = tmp_path / "other.db"
     summary = json.loads(cli("--db", str(other), "import", str(out), "--json").stdout)
     assert summary["imported"] == 2
@@ -137,7 +137,7 @@ def test_minimal_records_are_completed_like_add(engram: Engram, rows: Any) -> No
     assert report.imported == 2 and report.errors == []
     by_text = {m.content: engram.get(m.id) for m in engram.list(all_namespaces=True, limit=5)}
     first, second = by_text["Run migrations with make migrate"], by_text["Fixed the flaky login test"]
-    assert first.type == "procedural" and first.tags == ["db"] and first.namespace == "default"
+    assert first.type == "procedural" and first.tags == ["db"] and first.namespace == "global"
     assert first.agent == "user" and first.access_count == 0 and first.decay_score == 1.0 and len(first.id) == 36
     assert first.embedding_model == engram.active_model
     assert (second.namespace, second.agent, second.session, second.summary) == (

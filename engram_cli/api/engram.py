@@ -13,7 +13,7 @@ from typing import Any, TypedDict, Unpack
 import numpy as np
 
 from engram_cli import config as configmod
-from engram_cli.api.results import Inspection, Page
+from engram_cli.api.results import Inspection, NamespaceListing, Page
 from engram_cli.doctor import ModelListing
 from engram_cli.errors import EngramError, InvalidInput, ModelError, UsageError
 from engram_cli.ingest.port import IngestPort
@@ -23,6 +23,7 @@ from engram_cli.memory import compact as compactmod
 from engram_cli.memory import decay as decaymod
 from engram_cli.memory import evaluation as evalmod
 from engram_cli.memory import manage, remember, transfer
+from engram_cli.memory import namespaces as nsmod
 from engram_cli.memory import recover as recovermod
 from engram_cli.memory import reembed as reembedmod
 from engram_cli.memory import repair as repairmod
@@ -36,6 +37,7 @@ from engram_cli.memory.model import (
 )
 from engram_cli.memory.recall import Hit, RecallSettings, recall
 from engram_cli.memory.similarity import SUPERSEDE_MARGIN
+from engram_cli.project import GLOBAL_NAMESPACE, Scope
 from engram_cli.store import connect
 from engram_cli.store.db import Store
 from engram_cli.timeutil import parse_time
@@ -60,10 +62,12 @@ def _passages(model_id: str) -> tuple[remember.EmbedFn, int]:
 class Criteria(TypedDict, total=False):
     """The filters ``recall``, ``list``, ``count`` and ``export`` take as keywords, beside ``namespace``.
 
-    They mean what the CLI's flags of the same names mean; see :meth:`Engram.filters`.
+    They mean what the CLI's flags of the same names mean (``global_scope`` is ``-g/--global``);
+    see :meth:`Engram.filters`.
     """
 
     all_namespaces: bool
+    global_scope: bool
     agent: str | None
     type: str | Sequence[str] | None
     tags: Sequence[str] | None
@@ -84,11 +88,15 @@ class Engram:
     >>> with Engram.open() as mem:
     ...     mem.add("Deploys go through `make release`", tags=["ops"])
     ...     hits = mem.recall("how do we deploy?")
+
+    Where it reads and writes when not told is its :attr:`scope`: the git project of the directory
+    it was opened in (``cwd``), together with the global scope of what is true in every project.
     """
 
-    def __init__(self, store: Store, cfg: configmod.Config) -> None:
+    def __init__(self, store: Store, cfg: configmod.Config, scope: Scope | None = None) -> None:
         self.store = store
         self.config = cfg
+        self.scope = scope or _scope(cfg, None)
 
     @property
     def settings(self) -> configmod.Settings:
@@ -104,16 +112,23 @@ class Engram:
         *,
         config: configmod.Config | None = None,
         paths: configmod.Paths | None = None,
+        cwd: str | os.PathLike[str] | None = None,
     ) -> Engram:
-        """Open the database at ``path`` (default: ENGRAM_DB, ENGRAM_HOME or the user data dir)."""
+        """Open the database at ``path`` (default: ENGRAM_DB, ENGRAM_HOME or the user data dir).
+
+        ``cwd`` (default: the current directory) decides the :attr:`scope`: inside a git repository,
+        that project and the global scope; outside one, the global scope only. A configured
+        ``namespace`` (config.toml, ENGRAM_NAMESPACE) names the project instead.
+        """
         paths = paths or configmod.Paths.resolve(path)
         cfg = config or configmod.load(paths)
+        scope = _scope(cfg, None if cwd is None else Path(cwd))
         store = connect(
             paths.db,
             create_dirs=paths.db_is_default,
             busy_timeout_ms=cfg.settings.store.busy_timeout_ms,
         )
-        return cls(store, cfg)
+        return cls(store, cfg, scope)
 
     @classmethod
     def recover(
@@ -140,6 +155,13 @@ class Engram:
             fallback_model=cfg.settings.model,
             progress=progress,
         )
+
+    def scoped(self, scope: Scope) -> Engram:
+        """This store seen from another :attr:`scope` (a hook speaks for the assistant's project, not its cwd).
+
+        The two share the store: close one of them, not both.
+        """
+        return type(self)(self.store, self.config, scope)
 
     def close(self) -> None:
         self.store.close()
@@ -219,18 +241,30 @@ class Engram:
 
     # -- verbs -----------------------------------------------------------------------
 
-    def _prepare(self, fields: Mapping[str, Any], *, keep_secrets: bool = False) -> remember.NewMemory:
+    def _prepare(
+        self, fields: Mapping[str, Any], *, keep_secrets: bool = False, namespace: str | None = None
+    ) -> remember.NewMemory:
+        """``fields`` checked and completed; without a namespace of their own they go to ``namespace``
+        (default: the :attr:`scope`'s)."""
         return remember.prepare(
-            fields, namespace=self.settings.namespace, agent=self.settings.agent,
+            fields, namespace=namespace or self.scope.default, agent=self.settings.agent,
             keep_secrets=keep_secrets, contact=self.settings.redact.contact_details,
         )  # fmt: skip
 
-    def add(self, content: str, *, no_merge: bool = False, keep_secrets: bool = False, **fields: Any) -> AddResult:
+    def add(
+        self, content: str, *, no_merge: bool = False, keep_secrets: bool = False, global_scope: bool = False,
+        **fields: Any,
+    ) -> AddResult:  # fmt: skip
         """Remember one text. Returns what happened (created, merged, duplicate) and the memory.
 
+        It goes to ``namespace`` when given, to the global scope with ``global_scope``, else to the
+        :attr:`scope`'s project (the global scope outside one). A new namespace is simply started.
         Secrets in any field are replaced by ``[REDACTED:<kind>]`` first (``result.redacted`` lists
         the kinds) unless ``keep_secrets`` is set.
         """
+        if global_scope:
+            _exclusive(namespace=fields.get("namespace") is not None, global_scope=True)
+            fields["namespace"] = GLOBAL_NAMESPACE
         self.store.require_writable()
         item = self._prepare({"content": content, **fields}, keep_secrets=keep_secrets)
         return self._writer(no_merge).write_batch([item])[0]
@@ -273,6 +307,8 @@ class Engram:
         *,
         namespace: str | Sequence[str] | None = None,
         all_namespaces: bool = False,
+        global_scope: bool = False,
+        with_global: bool = False,
         agent: str | None = None,
         type: str | Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
@@ -286,13 +322,22 @@ class Engram:
         embedding_model: str | None = None,
         session: str | None = None,
     ) -> Filters:
-        """Build Filters with this store's defaults (the configured namespace unless told otherwise)."""
+        """Build Filters with this store's defaults.
+
+        The namespaces are ``namespace`` (each must hold a memory: a typo is an error that names the
+        closest ones), every one with ``all_namespaces``, the global scope with ``global_scope``, else
+        the :attr:`scope`: its project alone, or with ``with_global`` the project and the global scope.
+        """
+        _exclusive(namespace=namespace is not None, global_scope=global_scope, all_namespaces=all_namespaces)
         if all_namespaces:
             namespaces = None
+        elif global_scope:
+            namespaces = [GLOBAL_NAMESPACE]
         elif namespace is None:
-            namespaces = [normalize_namespace(self.settings.namespace)]
+            namespaces = self.scope.namespaces if with_global else [self.scope.default]
         else:
-            namespaces = _namespaces(namespace)
+            namespaces = _namespaces(namespace) or []
+            nsmod.require_namespaces(self.store, namespaces, exempt=self.scope.namespaces)
         statuses = [status] if isinstance(status, str) else list(status or ["active"])
         if include_archived and "archived" not in statuses:
             statuses.append("archived")
@@ -326,10 +371,17 @@ class Engram:
             diversity=self.thresholds()[0] if cfg.diversify else None,
         )
 
-    def _filtered(self, filters: Filters | None, namespace: str | Sequence[str] | None, criteria: Criteria) -> Filters:
+    def _filtered(
+        self,
+        filters: Filters | None,
+        namespace: str | Sequence[str] | None,
+        criteria: Criteria,
+        *,
+        with_global: bool = False,
+    ) -> Filters:
         """``filters`` as given, or built from the keywords; both at once would leave one of them unheard."""
         if filters is None:
-            return self.filters(namespace=namespace, **criteria)
+            return self.filters(namespace=namespace, with_global=with_global, **criteria)
         if namespace is not None or criteria:
             raise UsageError(
                 "give either filters or filter keywords, not both",
@@ -340,22 +392,25 @@ class Engram:
     def recall(
         self, query: str, k: int | None = None, namespace: str | Sequence[str] | None = None, *,
         filters: Filters | None = None, bump: bool | None = None, settings: RecallSettings | None = None,
-        now: str | None = None, **criteria: Unpack[Criteria],
+        now: str | None = None, no_global: bool = False, **criteria: Unpack[Criteria],
     ) -> list[Hit]:  # fmt: skip
         """The best memories for ``query``: filtered first, then ranked by relevance x importance x decay.
 
         Filter with keywords (``namespace``, ``tags``, ``since`` … see :class:`Criteria`) or with a
-        ready ``filters``. On a read-only database the access counts are left as they are (``bump``
-        is ignored).
+        ready ``filters``. Without a namespace it searches the :attr:`scope`'s project and the global
+        scope together (``no_global``: the project alone); each hit's ``scope`` says which it came
+        from. On a read-only database the access counts are left as they are (``bump`` is ignored).
         """
-        flt = self._filtered(filters, namespace, criteria)
+        if no_global:
+            self._check_no_global(filters, namespace, criteria)
+        flt = self._filtered(filters, namespace, criteria, with_global=not no_global)
         if bump is None:
             bump = self.settings.recall.bump
 
         def embed_query(model_id: str, text: str) -> np.ndarray:
             return np.asarray(self._embedder(model_id).embed_batch([text], kind="query")[0], dtype=np.float32)
 
-        return recall(
+        hits = recall(
             self.store,
             query,
             k=k if k is not None else self.settings.recall.k,
@@ -365,6 +420,34 @@ class Engram:
             bump=bump and not self.read_only,
             at=parse_time(now, param="now") if now else None,
         )
+        for hit in hits:
+            hit.scope = self.scope.of(hit.memory.namespace)
+            hit.explain["scope"] = {"scope": hit.scope, "namespace": hit.memory.namespace}
+        return hits
+
+    def _check_no_global(self, filters: Filters | None, namespace: Any, criteria: Criteria) -> None:
+        """``no_global`` narrows the default scope to the project: it needs one, and no other choice of namespace."""
+        if (
+            filters is not None
+            or namespace is not None
+            or criteria.get("all_namespaces")
+            or criteria.get("global_scope")
+        ):
+            raise UsageError(
+                "`no_global` only narrows the default scope; it cannot go with a namespace of your choosing",
+                hint="drop `no_global`",
+                param="no_global",
+            )
+        if self.scope.project is None:
+            raise UsageError(
+                "`no_global` needs a project, and this is not inside a git repository (no namespace is configured)",
+                hint="run it inside the project's repository, or name the project with -n",
+                param="no_global",
+            )
+
+    def namespaces(self) -> NamespaceListing:
+        """Every namespace that holds memories, counted by status, and which of them are this scope's."""
+        return NamespaceListing(nsmod.namespace_counts(self.store, self.scope), scope=self.scope)
 
     def get(self, ref: str) -> Memory:
         """One memory by id or unique id prefix, with tags and sources."""
@@ -385,7 +468,10 @@ class Engram:
         filters: Filters | None = None,
         **criteria: Unpack[Criteria],
     ) -> Iterable[dict[str, Any]]:
-        """Memories as export records (every status unless ``status`` is given), oldest first."""
+        """Memories as export records (every status unless ``status`` is given), oldest first.
+
+        Without a namespace, the :attr:`scope`'s project (or the global scope outside one).
+        """
         if filters is None:
             criteria.setdefault("status", ["active", "superseded", "archived"])
         flt = self._filtered(filters, namespace, criteria)
@@ -400,7 +486,7 @@ class Engram:
         known = {m.id: m.dim for m in available_models()}
         return transfer.import_lines(
             self.store, lines, active_model=model_id, dim=dim, embed=embed, known_models=known,
-            namespace=self.settings.namespace, agent=self.settings.agent, atomic=atomic,
+            namespace=self.scope.default, agent=self.settings.agent, atomic=atomic,
             contact=self.settings.redact.contact_details,
         )  # fmt: skip
 
@@ -424,7 +510,7 @@ class Engram:
         filters: Filters | None = None,
         **criteria: Unpack[Criteria],
     ) -> builtins.list[Memory]:
-        """Memories, newest first."""
+        """Memories, newest first (by when they happened); without a namespace, the :attr:`scope`'s project."""
         flt = self._filtered(filters, namespace, criteria)
         return manage.list_memories(self.store, flt, limit=limit, offset=offset)
 
@@ -610,11 +696,14 @@ class Engram:
 
     def ingest_port(self) -> IngestPort:
         """What the ingest loader may use of this store: its writer, its checks and the ingest settings."""
+        # A session whose project is unknown belongs to no project: the configured namespace, else global
+        # (not the project engram happens to run in: ingest runs from cron and hooks).
+        namespace = _configured_namespace(self.config) or GLOBAL_NAMESPACE
         return IngestPort(
             store=self.store,
             writer=lambda: self._writer(no_merge=False),
-            prepare=self._prepare,
-            namespace=self.settings.namespace,
+            prepare=lambda fields: self._prepare(fields, namespace=namespace),
+            namespace=namespace,
             extract_command=self.settings.extract.command.strip(),
             extract_timeout=self.settings.extract.timeout_s,
             contact=self.settings.redact.contact_details,
@@ -676,11 +765,48 @@ class Engram:
         self.store.require_writable()
         return decaymod.touch(self.store, [ref] if isinstance(ref, str) else list(ref))
 
-    def forget(self, ref: str | Sequence[str], *, hard: bool = False) -> builtins.list[manage.ForgetResult]:
-        """Archive (default) or purge (``hard=True``) memories, a purge with every copy of their text."""
+    def forget(
+        self,
+        ref: str | Sequence[str],
+        *,
+        hard: bool = False,
+        namespace: str | Sequence[str] | None = None,
+        all_namespaces: bool = False,
+        global_scope: bool = False,
+    ) -> builtins.list[manage.ForgetResult]:
+        """Archive (default) or purge (``hard=True``) memories, a purge with every copy of their text.
+
+        Each memory must be in the :attr:`scope` (its project or the global scope), or in
+        ``namespace`` (the global scope with ``global_scope``, anywhere with ``all_namespaces``):
+        an id typed in the wrong project is refused, and nothing changes.
+        """
         self.store.require_writable()
         refs = [ref] if isinstance(ref, str) else list(ref)
-        return manage.forget(self.store, refs, hard=hard, embedder=self._passage_embedder)
+        within = self.filters(
+            namespace=namespace, all_namespaces=all_namespaces, global_scope=global_scope, with_global=True
+        ).namespaces
+        return manage.forget(self.store, refs, hard=hard, embedder=self._passage_embedder, within=within)
+
+
+def _configured_namespace(cfg: configmod.Config) -> str | None:
+    """The namespace config.toml or ENGRAM_NAMESPACE set, normalised; None leaves it to the scope."""
+    value = cfg.settings.namespace
+    return None if value is None else normalize_namespace(value)
+
+
+def _scope(cfg: configmod.Config, cwd: Path | None) -> Scope:
+    return Scope.resolve(_configured_namespace(cfg), cwd)
+
+
+def _exclusive(**given: bool) -> None:
+    """Refuse two ways of choosing namespaces at once (`namespace`, `global_scope`, `all_namespaces`)."""
+    chosen = [f"`{name}`" for name, on in given.items() if on]
+    if len(chosen) > 1:
+        raise UsageError(
+            f"{' and '.join(chosen)} exclude each other",
+            hint="choose one: a namespace, the global scope or every namespace",
+            param=tuple(name for name, on in given.items() if on),
+        )
 
 
 def _namespaces(namespace: str | Sequence[str] | None) -> builtins.list[str] | None:

@@ -25,7 +25,7 @@ from engram_cli.integrations.assistants import (
 )
 from engram_cli.integrations.git import GitHookChange
 from engram_cli.integrations.schedule import Schedule
-from engram_cli.project import project_namespace
+from engram_cli.project import Scope, project_namespace
 
 if TYPE_CHECKING:
     from engram_cli.api.engram import Engram
@@ -86,11 +86,12 @@ def session_context(
     k: int = CONTEXT_K,
     budget: int = CONTEXT_BUDGET,
 ) -> SessionContext:
-    """The project's memories for a new session of assistant ``name``; never fails once the project is known.
+    """The project's and the person's memories for a new session of assistant ``name``; never fails.
 
-    The namespace is the project's git repository directory name, and so is the query: importance
-    and freshness decide. Reading is not an access. Without a database there is nothing to say (and
-    no reason to create one); a store that cannot be read is the result's ``problem``.
+    The project is the assistant's project directory's git repository (its directory name is the
+    namespace and the query, so importance and freshness decide); the global scope comes with it.
+    Reading is not an access. Without a database there is nothing to say (and no reason to create
+    one); a store that cannot be read is the result's ``problem``.
     """
     a = assistants.assistant(name)
     namespace = project_namespace(assistants.project_dir(a, directory))
@@ -98,7 +99,8 @@ def session_context(
     if not paths.db.exists():
         return context
     try:
-        context.hits = engram().recall(namespace, k=k, namespace=namespace, bump=False)
+        # The project's memories and the person's (global), as a recall run in the project would find them.
+        context.hits = engram().scoped(Scope(namespace)).recall(namespace, k=k, bump=False)
     except EngramError as exc:
         context.problem = exc
     return context

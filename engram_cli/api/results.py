@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from engram_cli.memory.evaluation import EvalReport
     from engram_cli.memory.manage import ForgetResult
     from engram_cli.memory.model import Event, Memory
+    from engram_cli.memory.namespaces import NamespaceCount
     from engram_cli.memory.recall import Hit
+    from engram_cli.project import Scope
 
 
 @dataclass
@@ -47,6 +49,17 @@ class Page:
 
     def json_form(self, **options: Any) -> Any:
         return to_json(self.memories, **options)
+
+
+@dataclass
+class NamespaceListing:
+    """`namespaces`: every namespace with its memories by status, and the scope the command ran in."""
+
+    namespaces: list[NamespaceCount]
+    scope: Scope
+
+    def json_form(self, **options: Any) -> Any:
+        return to_json(self.namespaces, **options)
 
 
 @dataclass

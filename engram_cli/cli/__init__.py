@@ -57,6 +57,10 @@ FLAGS = {
     "db": "--db",
     "project": "--project",
     "settings": "--settings",
+    "namespace": "--namespace",
+    "global_scope": "--global",
+    "all_namespaces": "--all-namespaces",
+    "no_global": "--no-global",
 }
 
 
@@ -127,14 +131,21 @@ def asks_for_json(args: list[str]) -> bool:
     return False
 
 
+# Short options whose errors name them: each letter means the same long option in every command.
+_SHORT_FLAGS = {"-n": "--namespace", "-g": "--global", "-A": "--all-namespaces"}
+
+
 def flags_given(args: list[str]) -> set[str]:
-    """The long options on a command line (``--now`` of ``--now=2026-01-01`` too), up to ``--``."""
+    """The long options on a command line (``--now`` of ``--now=2026-01-01`` too, ``-n`` as
+    ``--namespace``), up to ``--``."""
     given: set[str] = set()
     for arg in args:
         if arg == "--":
             break
         if arg.startswith("--"):
             given.add(arg.partition("=")[0])
+        elif arg[:2] in _SHORT_FLAGS:
+            given.add(_SHORT_FLAGS[arg[:2]])
     return given
 
 

@@ -107,11 +107,12 @@ def context(
         int, typer.Option("--budget", min=1, help="Stop before this many tokens.")
     ] = hooks.CONTEXT_BUDGET,
 ) -> None:
-    """What a SessionStart hook runs: the project's memories as a card, in the assistant's format.
+    """What a SessionStart hook runs: the project's and the global memories as a card, in the assistant's format.
 
-    The namespace is the project's git repository directory name; the query is that name, so
-    importance and freshness decide. Reading does not count as an access. Prints nothing when there
-    is nothing to say, and never fails the session: a problem is one line on stderr.
+    The namespace is the project's git repository directory name, read with the global scope; the
+    query is that name, so importance and freshness decide. Reading does not count as an access.
+    Prints nothing when there is nothing to say, and never fails the session: a problem is one line
+    on stderr.
     """
     state = app_context(ctx)
     result = hooks.session_context(name, state.paths, state.engram, directory=directory, k=k, budget=budget)

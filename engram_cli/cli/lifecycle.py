@@ -92,15 +92,20 @@ def export(
     path: Annotated[
         str | None, typer.Argument(metavar="[FILE]", help="Write here, created 0600 (default, or -: standard output).")
     ] = None,
-    namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Namespace (default: configured).")] = None,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="Namespace (default: this git project's, else 'global').")
+    ] = None,
+    global_scope: Annotated[bool, typer.Option("--global", "-g", help="The global scope.")] = False,
     all_namespaces: Annotated[bool, typer.Option("--all-namespaces", "-A", help="Every namespace.")] = False,
     with_vectors: Annotated[bool, typer.Option("--vectors", help="Include each memory's vector.")] = False,
 ) -> None:
     """Write memories as JSONL: one per line with tags, sources, metadata and events."""
-    if namespace and all_namespaces:
-        raise UsageError("--namespace and --all-namespaces exclude each other")
     records = (
-        app_context(ctx).engram().export(with_vectors=with_vectors, namespace=namespace, all_namespaces=all_namespaces)
+        app_context(ctx)
+        .engram()
+        .export(
+            with_vectors=with_vectors, namespace=namespace, global_scope=global_scope, all_namespaces=all_namespaces
+        )
     )
     render.export(records, path)
 

@@ -1,4 +1,4 @@
-"""add, recall, inspect, list, forget."""
+"""add, recall, inspect, list, forget, namespaces."""
 
 from __future__ import annotations
 
@@ -12,7 +12,15 @@ from engram_cli.cli.common import JsonOpt, app_context, read_stdin, show
 from engram_cli.errors import UsageError
 
 NamespaceOpt = Annotated[
-    str | None, typer.Option("--namespace", "-n", help="Namespace (default: $ENGRAM_NAMESPACE, config, 'default').")
+    str | None,
+    typer.Option(
+        "--namespace",
+        "-n",
+        help="Namespace (default: this git repository's project, else 'global'; `engram namespaces` lists them).",
+    ),
+]
+GlobalOpt = Annotated[
+    bool, typer.Option("--global", "-g", help="The global scope: what is true of you in every project.")
 ]
 AllNsOpt = Annotated[bool, typer.Option("--all-namespaces", "-A", help="Search every namespace.")]
 AgentOpt = Annotated[str | None, typer.Option("--agent", help="Only memories of this agent.")]
@@ -55,6 +63,7 @@ def add(
     text: Annotated[str, typer.Argument(help="The memory's text, or - to read it from standard input.")],
     mtype: Annotated[str, typer.Option("--type", help="working, episodic, semantic or procedural.")] = "semantic",
     namespace: NamespaceOpt = None,
+    global_scope: GlobalOpt = False,
     agent: Annotated[str | None, typer.Option("--agent", help="Who is remembering (default: config agent).")] = None,
     importance: Annotated[float, typer.Option("--importance", "-i", help="0 to 1; 0.8 and above is high.")] = 0.5,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Tag (repeatable).")] = None,
@@ -72,14 +81,15 @@ def add(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Remember TEXT. Prints its id; says so when it merged into an existing memory."""
+    """Remember TEXT (in this git project, or with -g for every project). Prints its id; says so when it merged."""
     content = read_stdin() if text == "-" else text
     fields: dict[str, Any] = {
         "type": mtype, "namespace": namespace, "agent": agent, "importance": importance, "tags": tag or [],
         "source": {"kind": "cli", "ref": source} if source else {"kind": "cli"}, "session": session,
         "created_at": at, "metadata": _meta(meta), "supersedes": supersedes,
     }  # fmt: skip
-    result = app_context(ctx).engram().add(content, no_merge=no_merge, keep_secrets=keep_secrets, **fields)
+    engram = app_context(ctx).engram()
+    result = engram.add(content, no_merge=no_merge, keep_secrets=keep_secrets, global_scope=global_scope, **fields)
     show(ctx, result, json=as_json)
 
 
@@ -88,6 +98,10 @@ def recall(
     query: Annotated[str, typer.Argument(help="What to remember, or - to read it from standard input.")],
     k: Annotated[int | None, typer.Option("-k", min=1, help="How many memories (default: config recall.k, 5).")] = None,
     namespace: NamespaceOpt = None,
+    global_scope: GlobalOpt = False,
+    no_global: Annotated[
+        bool, typer.Option("--no-global", help="In a project, search the project alone (not the global scope).")
+    ] = False,
     all_namespaces: AllNsOpt = False,
     agent: AgentOpt = None,
     mtype: TypeOpt = None,
@@ -113,15 +127,17 @@ def recall(
         str | None, typer.Option("--now", help="Read time words in QUERY ('last week') as of this time (ISO 8601).")
     ] = None,
 ) -> None:
-    """Find the memories most relevant to QUERY (hybrid vector + keyword, weighed by importance and decay)."""
-    if namespace and all_namespaces:
-        raise UsageError("--namespace and --all-namespaces exclude each other")
+    """Find the memories most relevant to QUERY (hybrid vector + keyword, weighed by importance and decay).
+
+    In a git repository it searches that project and the global scope together; each hit says which.
+    """
     if query == "-":
         query = read_stdin()
     engram = app_context(ctx).engram()
     unbumped = engram.read_only and not no_touch and engram.settings.recall.bump
     hits = engram.recall(
-        query, k=k, namespace=namespace, all_namespaces=all_namespaces, agent=agent, type=mtype, tags=tag,
+        query, k=k, namespace=namespace, global_scope=global_scope, no_global=no_global,
+        all_namespaces=all_namespaces, agent=agent, type=mtype, tags=tag,
         since=since, until=until, accessed_since=accessed_since, accessed_until=accessed_until, session=session,
         embedding_model=model, include_archived=include_archived, include_superseded=include_superseded,
         bump=False if no_touch else None, now=now,
@@ -144,6 +160,7 @@ def list_(
     limit: Annotated[int, typer.Option("--limit", "-l", min=1, help="How many.")] = 20,
     offset: Annotated[int, typer.Option("--offset", min=0, help="Skip this many first.")] = 0,
     namespace: NamespaceOpt = None,
+    global_scope: GlobalOpt = False,
     all_namespaces: AllNsOpt = False,
     agent: AgentOpt = None,
     mtype: TypeOpt = None,
@@ -160,13 +177,12 @@ def list_(
     all_statuses: Annotated[bool, typer.Option("--all", help="Every status.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """List memories, newest first."""
-    if namespace and all_namespaces:
-        raise UsageError("--namespace and --all-namespaces exclude each other")
+    """List memories, newest first (by when they happened): this git project's, else the global scope's."""
     statuses = ["active", "superseded", "archived"] if all_statuses else status
     engram = app_context(ctx).engram()
     flt = engram.filters(
-        namespace=namespace, all_namespaces=all_namespaces, agent=agent, type=mtype, tags=tag, since=since,
+        namespace=namespace, all_namespaces=all_namespaces, global_scope=global_scope, agent=agent, type=mtype,
+        tags=tag, since=since,
         until=until, accessed_since=accessed_since, accessed_until=accessed_until, session=session, status=statuses,
         include_archived=include_archived,
     )  # fmt: skip
@@ -179,10 +195,29 @@ def forget(
     hard: Annotated[
         bool, typer.Option("--hard", help="Purge the row, its vector, keyword and source rows (keeps a tombstone).")
     ] = False,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="The memories are in this namespace (not this project).")
+    ] = None,
+    global_scope: Annotated[bool, typer.Option("--global", "-g", help="The memories are in the global scope.")] = False,
+    all_namespaces: Annotated[
+        bool, typer.Option("--all-namespaces", "-A", help="The memories may be in any namespace.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Archive memories (out of recall, still inspectable), or purge them with --hard."""
-    show(ctx, Forgotten(app_context(ctx).engram().forget(memory_ids, hard=hard)), json=as_json)
+    """Archive memories (out of recall, still inspectable), or purge them with --hard.
+
+    The memories must be in this git project or the global scope, unless -n or -A says otherwise.
+    """
+    engram = app_context(ctx).engram()
+    results = engram.forget(
+        memory_ids, hard=hard, namespace=namespace, global_scope=global_scope, all_namespaces=all_namespaces
+    )
+    show(ctx, Forgotten(results), json=as_json)
+
+
+def namespaces(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """List the namespaces with their memories, and which are this directory's project and global scope."""
+    show(ctx, app_context(ctx).engram().namespaces(), json=as_json)
 
 
 def register(app: typer.Typer) -> None:
@@ -191,3 +226,4 @@ def register(app: typer.Typer) -> None:
     app.command()(inspect)
     app.command(name="list")(list_)
     app.command()(forget)
+    app.command()(namespaces)

@@ -144,7 +144,11 @@ class Redact:
 class Settings:
     """The effective settings: ``Settings()`` is every default."""
 
-    namespace: str = setting("default", "namespace for commands that do not pass `-n`")
+    namespace: str | None = setting(
+        None,
+        "namespace for commands that do not pass `-n` or `-g`; none = automatic: the git repository's "
+        "directory name inside one, else `global`",
+    )
     agent: str = setting("user", "agent recorded on new memories")
     model: str = setting("multilingual-e5-small-q4-v1", "embedding model of a new database")
     merge: Merge = field(default_factory=Merge)

@@ -38,7 +38,7 @@ from engram_cli.lang import redact
 from engram_cli.lang import text as textmod
 from engram_cli.memory import records, remember
 from engram_cli.memory.model import MEMORY_TYPES
-from engram_cli.project import project_namespace
+from engram_cli.project import GLOBAL_NAMESPACE, project_namespace
 from engram_cli.store.codec import dumps
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now, normalize_iso
@@ -63,6 +63,15 @@ class Namespaces:
         self.default = default
         self.forced = forced
         self._cache: dict[str | None, str] = {}
+
+    def of_item(self, item: Item, project_namespace: str) -> str:
+        """Where an item of a session in ``project_namespace`` goes: the person's go to the global scope.
+
+        A namespace given with ``-n`` takes everything, as it says.
+        """
+        if item.scope == "person" and not self.forced:
+            return GLOBAL_NAMESPACE
+        return project_namespace
 
     def __call__(self, project: str | None) -> str:
         if self.forced:
@@ -137,6 +146,9 @@ def _record_item(record: Mapping[str, Any], index: int) -> Item:
     if isinstance(tags, str):
         tags = [tags]
     at = record.get("created_at")
+    scope = record.get("scope") or "project"
+    if scope not in ("person", "project"):
+        raise InvalidInput(f"record {index}: scope must be 'person' or 'project', not {scope!r}")
     return Item(
         key=str(record.get("key") or f"record:{index}"),
         type=str(mtype),
@@ -145,6 +157,7 @@ def _record_item(record: Mapping[str, Any], index: int) -> Item:
         message_id=None if record.get("message_id") is None else str(record["message_id"]),
         at=None if at is None else str(at),
         tags=[str(t) for t in tags if isinstance(t, str) and t.strip()],
+        scope=str(scope),
     )
 
 
@@ -302,8 +315,9 @@ class Loader:
     def write_file(self, imp: Importer, plan: _FilePlan, report: SourceReport) -> None:
         new: list[tuple[Planned, remember.NewMemory, Item, Session]] = []
         rewrites: list[tuple[Planned, str, Item]] = []
-        for session, namespace, items, _ in plan.sessions:
+        for session, project_ns, items, _ in plan.sessions:
             for item in items:
+                namespace = self.namespaces.of_item(item, project_ns)
                 planned = Planned(
                     imp.name, session.key, item.key, namespace, item.type, round(item.importance, 3), item.content
                 )

@@ -483,7 +483,8 @@ def _write_cluster(store: Store, cluster: Cluster, settings: Settings, at: datet
     if same is not None and host is None:
         # Word for word a memory outside the cluster: leave the episodes to a person.
         return False
-    last = max(m.last_access_at or m.created_at for m in members)
+    # Decay goes on from the freshest member: when it was last used, or learned if never.
+    last = max(m.decay_start for m in members)
     importance = min(1.0, max(m.importance for m in members) + MERGE_IMPORTANCE_BOOST)
     days = (at - from_iso(last)).total_seconds() / 86400
     score = decaymod.decay_score(importance, days, settings.half_lives["semantic"])
@@ -519,6 +520,8 @@ def _write_cluster(store: Store, cluster: Cluster, settings: Settings, at: datet
             embedding_model=cluster.model, importance=importance, confidence=confidence, decay_score=score,
             access_count=sum(m.access_count for m in members), last_access_at=last, created_at=stamp,
             updated_at=stamp, status="active", version=1, superseded_by=None, consolidated_into=None, metadata=meta,
+            # What it says was learned with its newest episode, not today: compaction is no new knowledge.
+            learned_at=max(m.learned_at for m in members),
         )  # fmt: skip
         memory_id, pk = fact.id, store.memories.insert(fact)
         store.vectors.put(

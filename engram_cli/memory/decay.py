@@ -1,7 +1,9 @@
 """decay and touch: memories fade with time unless they are used again.
 
 decay_score = 0.5 ^ (days since last access / half-life of the memory's type), with a
-floor: 0.6 for memories of high importance (>= 0.8), 0.08 for the rest. A memory that
+floor: 0.6 for memories of high importance (>= 0.8), 0.08 for the rest. A memory never
+accessed counts from when engram learned it (learned_at), not from when it happened: a
+history ingested today is not stale today. A memory that
 sinks to the low floor is archived: out of recall, still inspectable, and brought back
 by a recall hit (with --include-archived) or by `engram touch`.
 """
@@ -138,7 +140,7 @@ def _decay_one(
     dry_run: bool,
     min_change: float = 0.0,
 ) -> Change | None:
-    last = from_iso(memory.last_access_at or memory.created_at)
+    last = from_iso(memory.decay_start)
     days = (moment - last).total_seconds() / 86400
     score = decay_score(memory.importance, days, float(half_lives[memory.type]))
     gone = archives(memory.importance, score)
@@ -153,7 +155,7 @@ def _decay_one(
             memory.id, "archived", stamp,
             before={"status": "active", "decay_score": change.before},
             after={"status": "archived", "decay_score": score},
-            note=f"faded: {days:.0f} days since last access", actor="decay",
+            note=f"faded: {days:.0f} days since it was last accessed or learned", actor="decay",
         )  # fmt: skip
     else:
         store.memories.update(memory, stamp, decay_score=score)

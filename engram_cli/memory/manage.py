@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,11 +70,13 @@ def forget(
     hard: bool = False,
     actor: str = "user",
     embedder: Embedder | None = None,
+    within: list[str] | None = None,
 ) -> list[ForgetResult]:
     """Archive memories (default) or purge them with every copy of their text (``hard``).
 
     All ids are resolved before anything changes, and all changes share one
-    transaction: a typo in the third id leaves the first two untouched. ``embedder``
+    transaction: a typo in the third id leaves the first two untouched. A memory outside the
+    namespaces ``within`` (None: any) is refused the same way. ``embedder``
     (model id -> passage embedder and dimension) rebuilds the vector of a memory whose
     wording or context held the purged text; without it that vector is dropped, for
     ``audit --fix`` to rebuild.
@@ -83,6 +86,8 @@ def forget(
     results: list[ForgetResult] = []
     with store.write():
         pks = list(dict.fromkeys(records.resolve_pk(store, ref) for ref in refs))
+        if within is not None:
+            _require_within(store, pks, within)
         now = iso_now()
         purger = _Purger(store, now, actor, embedder)
         for pk in pks:
@@ -109,6 +114,17 @@ def forget(
     if hard and results:
         repair.scrub(store)  # the keyword index's old segments and the WAL still hold the text
     return results
+
+
+def _require_within(store: Store, pks: list[int], within: list[str]) -> None:
+    """Refuse to forget a memory of another project by an id typed here: it is named with -n or -A."""
+    for memory in store.memories.load_many(pks).values():
+        if memory.namespace not in within:
+            where = " and ".join(repr(n) for n in within)
+            raise InvalidInput(
+                f"memory {memory.short_id} is in namespace {memory.namespace!r}, not in {where}",
+                hint=f"pass -n {shlex.quote(memory.namespace)} (or -A) to forget it from here",
+            )
 
 
 class _Purger:
@@ -335,8 +351,7 @@ def score_factors(memory: Memory) -> dict[str, float | str]:
     from engram_cli.memory.recall import IMPORTANCE_BASE
     from engram_cli.timeutil import from_iso, now
 
-    last = memory.last_access_at or memory.created_at
-    days = max(0.0, (now() - from_iso(last)).total_seconds() / 86400)
+    days = max(0.0, (now() - from_iso(memory.decay_start)).total_seconds() / 86400)
     factor = IMPORTANCE_BASE + memory.importance
     return {
         "importance_factor": round(factor, 6),

@@ -120,8 +120,8 @@ class Memory:
     # The JSON form (README: "The JSON form of a memory"): no row key or content hash, the text first.
     json_keys: ClassVar[tuple[str, ...]] = (
         "id", "content", "summary", "type", "namespace", "agent", "session", "tags", "importance", "confidence",
-        "decay_score", "access_count", "created_at", "updated_at", "last_access_at", "status", "superseded_by",
-        "consolidated_into", "embedding_model", "version", "metadata", "sources",
+        "decay_score", "access_count", "created_at", "occurred_at", "learned_at", "updated_at", "last_access_at",
+        "status", "superseded_by", "consolidated_into", "embedding_model", "version", "metadata", "sources",
     )  # fmt: skip
 
     pk: int
@@ -139,19 +139,38 @@ class Memory:
     decay_score: float = field(metadata=json_meta(digits=6))
     access_count: int
     last_access_at: str | None
-    created_at: str
+    created_at: str  # when it happened (the log's time, or `--at`): see occurred_at
     updated_at: str
     status: str
     version: int
     superseded_by: str | None
     consolidated_into: str | None
     metadata: dict[str, Any]
+    # When engram stored it; empty means "not known apart from created_at" and is filled from it.
+    learned_at: str = ""
     tags: list[str] = field(default_factory=list)
     sources: list[Source] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.learned_at:
+            self.learned_at = self.created_at
 
     @property
     def short_id(self) -> str:
         return self.id[:8]
+
+    @property
+    def occurred_at(self) -> str:
+        """When it happened: time words, --since/--until and the order of `list` go by this."""
+        return self.created_at
+
+    @property
+    def decay_start(self) -> str:
+        """What decay counts from: the later of when engram learned it and its last access.
+
+        Not when it happened: a two-year-old log read today is fresh knowledge.
+        """
+        return max(self.learned_at, self.last_access_at or "")
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form, as `--json` prints it."""

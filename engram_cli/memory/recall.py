@@ -55,11 +55,14 @@ class Hit:
     memory: Memory
     score: float
     explain: dict[str, Any]
+    # Where the memory lives seen from the caller: "project", "global" or "other" (the facade sets it).
+    scope: str = "other"
 
     def json_form(self, *, explain: bool = False, **options: Any) -> dict[str, Any]:
-        # The memory's keys, then its score; the factors only when asked for (`recall --explain`).
+        # The memory's keys, then its score and scope; the factors only when asked for (`recall --explain`).
         out: dict[str, Any] = to_json(self.memory, **options)
         out["score"] = round(self.score, 6)
+        out["scope"] = self.scope
         if explain:
             out["explain"] = self.explain
         return out

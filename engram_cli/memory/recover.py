@@ -30,7 +30,7 @@ from engram_cli.errors import DatabaseDamaged, InvalidInput, ModelError, StoreEr
 from engram_cli.memory import records
 from engram_cli.memory.model import Filters, passage_text
 from engram_cli.serialize import to_json
-from engram_cli.store.db import Store, connect, connect_read_only
+from engram_cli.store.db import Store, connect, connect_read_only, migrate
 from engram_cli.store.memories import MemoryRow
 from engram_cli.store.migrations import MIGRATIONS, MIGRATIONS_TABLE
 from engram_cli.store.salvage import Row, Salvaged, columns_of, salvage
@@ -320,13 +320,12 @@ class _Copier:
         return None if ids is None else sorted(ids - self.memory_ids)
 
 
-def _newer_schema(src: Store) -> int | None:
-    known = max(m.id for m in MIGRATIONS)
+def _source_schema(src: Store) -> int | None:
+    """The newest migration the damaged file records; None when that record cannot be read."""
     try:
-        newest = src.maintenance.newest_migration()
+        return src.maintenance.newest_migration()
     except (DatabaseDamaged, apsw.SQLError):
         return None
-    return newest if newest is not None and newest > known else None
 
 
 def _verify(dest: Store) -> None:
@@ -371,16 +370,19 @@ def run(
     _check_output(source, output)
     src = _open_source(source)
     try:
-        newer = _newer_schema(src)
-        if newer is not None:
+        schema = _source_schema(src)
+        if schema is not None and schema > max(m.id for m in MIGRATIONS):
             raise StoreError(
-                f"{source} was written by a newer engram (schema {newer})",
+                f"{source} was written by a newer engram (schema {schema})",
                 hint="recover it with that version: `pip install -U engram-localmem`",
             )
+        # The rows are copied into the schema they were written in; the later migrations then
+        # bring them up to date the way they would have brought the file itself.
+        copied_schema = [m for m in MIGRATIONS if schema is None or m.id <= schema]
         building = output.with_name(output.name + ".partial")
         _remove(building)  # left by a recovery that was killed
         try:
-            dest = connect(building)
+            dest = connect(building, migrations=copied_schema)
             try:
                 copier = _Copier(src, dest)
                 tables, cleared = copier.copy_all()
@@ -394,6 +396,7 @@ def run(
                     lost_memory_ids=copier.lost_memory_ids(),
                     side_files=[str(p) for p in _db_files(source)[1:] if p.exists()],
                 )
+                migrate(dest.conn, building)
                 _verify(dest)
             finally:
                 dest.close()

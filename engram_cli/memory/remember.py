@@ -349,7 +349,7 @@ class Writer:
             type=item.type, content=item.content, summary=item.summary, content_hash=item.content_hash,
             embedding_model=self.model_id, importance=item.importance, confidence=item.confidence, decay_score=1.0,
             access_count=0, last_access_at=None, created_at=item.created_at, updated_at=now, status="active",
-            version=1, superseded_by=None, consolidated_into=None, metadata=item.metadata,
+            version=1, superseded_by=None, consolidated_into=None, metadata=item.metadata, learned_at=now,
         )  # fmt: skip
         pk = self.store.memories.insert(memory)
         self.store.memories.add_tags(pk, item.tags)

@@ -34,6 +34,7 @@ from engram_cli.memory.model import (
     normalize_name,
     normalize_namespace,
 )
+from engram_cli.project import GLOBAL_NAMESPACE, OLD_DEFAULT_NAMESPACE
 from engram_cli.serialize import to_json
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now, normalize_iso
@@ -179,8 +180,8 @@ def _complete_minimal(data: dict[str, Any], namespace: str, agent: str) -> dict[
         "id": records.new_id(), "content": item.content, "summary": item.summary, "type": item.type,
         "namespace": item.namespace, "agent": item.agent, "session": item.session, "tags": item.tags,
         "importance": item.importance, "confidence": item.confidence, "decay_score": 1.0, "access_count": 0,
-        "last_access_at": None, "created_at": item.created_at, "updated_at": now, "status": "active",
-        "version": 1, "metadata": item.metadata,
+        "last_access_at": None, "created_at": item.created_at, "learned_at": now, "updated_at": now,
+        "status": "active", "version": 1, "metadata": item.metadata,
         "sources": [{"kind": src.kind, "ref": src.ref, "message_id": src.message_id, "session": src.session,
                      "metadata": src.metadata, "created_at": now}],
         "events": [{"kind": "created", "at": now, "actor": "import",
@@ -202,6 +203,9 @@ def _parse(
     if not textmod.normalize(data["content"]):
         raise InvalidInput("content is empty")
     data["namespace"] = normalize_namespace(data["namespace"])
+    if data["namespace"] == OLD_DEFAULT_NAMESPACE and "learned_at" not in data:
+        # Exported before scopes (no learned_at): its `default` is what migration 3 made global here.
+        data["namespace"] = GLOBAL_NAMESPACE
     data["agent"] = normalize_name("agent", data["agent"])
     if data["type"] not in MEMORY_TYPES:
         raise InvalidInput(f"unknown type {data['type']!r}")
@@ -217,8 +221,9 @@ def _parse(
             raise InvalidInput(f"{key} must be a whole number of at least {least}")
     for key in ("created_at", "updated_at"):
         data[key] = normalize_iso(data[key], what=key)
-    if data.get("last_access_at"):
-        data["last_access_at"] = normalize_iso(str(data["last_access_at"]), what="last_access_at")
+    for key in ("last_access_at", "learned_at"):
+        if data.get(key):
+            data[key] = normalize_iso(str(data[key]), what=key)
     if not isinstance(data.get("metadata", {}), dict) or not isinstance(data.get("tags", []), list):
         raise InvalidInput("metadata must be an object and tags a list")
     if data.get("summary") is not None and not isinstance(data["summary"], str):
@@ -251,7 +256,7 @@ def import_lines(
     dim: int,
     embed: Callable[[Sequence[str]], np.ndarray],
     known_models: dict[str, int],
-    namespace: str = "default",
+    namespace: str = GLOBAL_NAMESPACE,
     agent: str = "user",
     atomic: bool = False,
     contact: bool = False,
@@ -308,7 +313,9 @@ def _insert(store: Store, d: dict[str, Any], vector: np.ndarray, model: str, dim
         importance=float(d.get("importance", 0.5)), confidence=float(d.get("confidence", 1.0)),
         decay_score=float(d.get("decay_score", 1.0)), access_count=int(d.get("access_count", 0)),
         last_access_at=d.get("last_access_at"), created_at=d["created_at"], updated_at=d["updated_at"],
-        status=d["status"], version=int(d.get("version", 1)),
+        # When this database learned it, as the exporting one recorded it; a line from before
+        # learned_at existed is learned now, so decay does not count from its (old) created_at.
+        learned_at=d.get("learned_at") or iso_now(), status=d["status"], version=int(d.get("version", 1)),
         # Links are set once every line is in: they may name a memory of a later line.
         superseded_by=None, consolidated_into=None, metadata=d.get("metadata") or {},
     )  # fmt: skip

@@ -64,6 +64,7 @@ _SHOWN: dict[str, _Shown] = {
     "engram_cli.api.results.Recalled": _Shown(recall.recalled, remarks=recall.read_only),
     "engram_cli.api.results.Page": _Shown(memories.page, remarks=memories.more),
     "engram_cli.api.results.Inspection": _Shown(memories.inspection),
+    "engram_cli.api.results.NamespaceListing": _Shown(memories.namespace_list),
     "engram_cli.api.results.History": _Shown(memories.history),
     "engram_cli.api.results.Forgotten": _Shown(memories.forgotten),
     "engram_cli.api.results.Touched": _Shown(memories.touched),

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from engram_cli.render.console import clip, console, escape, note, out, short
 
 if TYPE_CHECKING:
-    from engram_cli.api.results import Forgotten, History, Inspection, Page, Touched
+    from engram_cli.api.results import Forgotten, History, Inspection, NamespaceListing, Page, Touched
     from engram_cli.memory.model import AddResult, Event
     from engram_cli.memory.transfer import ImportReport
 
@@ -66,6 +66,25 @@ def page(shown: Page) -> None:
     console().print(table)
 
 
+def namespace_list(shown: NamespaceListing) -> None:
+    """Each namespace with its counts; the scope column marks where commands work from here."""
+    from rich.table import Table
+
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for column in ("namespace", "scope", "active", "superseded", "archived", "total"):
+        table.add_column(column, no_wrap=True, justify="right" if column not in ("namespace", "scope") else "left")
+    for n in shown.namespaces:
+        scope = "" if n.scope == "other" else n.scope
+        table.add_row(escape(n.namespace), scope, str(n.active), str(n.superseded), str(n.archived), str(n.memories))
+    console().print(table)
+    where = shown.scope.project
+    note(
+        f"here: add writes to {where!r}; recall searches it and 'global'"
+        if where
+        else "here (no git repository): add writes to 'global' and recall searches it; -n NAME or -A for the others"
+    )
+
+
 def inspection(shown: Inspection) -> None:
     memory, events = shown.memory, shown.events
     terminal = console()
@@ -78,7 +97,7 @@ def inspection(shown: Inspection) -> None:
         ("importance", f"{memory.importance:.3f}"), ("confidence", f"{memory.confidence:.3f}"),
         ("decay score", f"{memory.decay_score:.3f}"),
         ("accessed", f"{memory.access_count} times, last {memory.last_access_at or 'never'}"),
-        ("created", memory.created_at), ("updated", memory.updated_at),
+        ("occurred", memory.occurred_at), ("learned", memory.learned_at), ("updated", memory.updated_at),
         ("embedding model", memory.embedding_model or "-"), ("version", str(memory.version)),
     ]  # fmt: skip
     if memory.summary:

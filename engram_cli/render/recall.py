@@ -21,11 +21,20 @@ CARD_FOOTER = (
 )
 
 
-def card_block(memory: Memory) -> str:
+def where(hit: Hit) -> str:
+    """The scope a hit came from: project or global, or the namespace of any other."""
+    return hit.memory.namespace if hit.scope == "other" else hit.scope
+
+
+def card_block(memory: Memory, scope: str | None = None) -> str:
     head = (
         f"[memory #{short(memory.id)}][type: {memory.type}][importance: {memory.importance:.2g}]"
         f"[accessed: {memory.access_count}]"
     )
+    if scope in ("project", "global"):
+        head += f"[scope: {scope}]"
+    elif scope is not None:
+        head += f"[namespace: {memory.namespace}]"
     return f"{head}\n{memory.content}"
 
 
@@ -34,7 +43,7 @@ def cards(hits: Sequence[Hit], *, budget: int | None = None) -> str:
     used = estimate_tokens(CARD_HEADER) + estimate_tokens(CARD_FOOTER)
     blocks: list[str] = []
     for hit in hits:
-        block = card_block(hit.memory)
+        block = card_block(hit.memory, hit.scope)
         cost = estimate_tokens(block) + 1
         if budget is not None and used + cost > budget:
             break
@@ -50,7 +59,7 @@ def markdown(hits: Sequence[Hit]) -> str:
     for hit in hits:
         m = hit.memory
         tags = f" · tags: {', '.join(m.tags)}" if m.tags else ""
-        lines.append(f"- **{m.type}** · importance {m.importance:.2g} · `{short(m.id)}`{tags}")
+        lines.append(f"- **{m.type}** · importance {m.importance:.2g} · {where(hit)} · `{short(m.id)}`{tags}")
         for line in m.content.splitlines() or [""]:
             lines.append("  " + line)
     return "\n".join(lines)
@@ -79,11 +88,13 @@ def recalled(result: Recalled, *, fmt: str = "table", explain: bool = False, bud
     from rich.table import Table
 
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in ("id", "score", "type", "imp", "content"):
+    for column in ("id", "score", "scope", "type", "imp", "content"):
         table.add_column(column, overflow="fold" if column == "content" else "ellipsis", no_wrap=column != "content")
     for hit in hits:
         m = hit.memory
-        table.add_row(short(m.id), f"{hit.score:.3f}", m.type, f"{m.importance:.2f}", clip(m.content, 100))
+        table.add_row(
+            short(m.id), f"{hit.score:.3f}", escape(where(hit)), m.type, f"{m.importance:.2f}", clip(m.content, 100)
+        )
     console().print(table)
     if explain:
         for hit in hits:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 _COLUMNS = (
     "pk, id, namespace, agent_id, session_id, memory_type, content, summary, content_hash, "
     "embedding_model, importance, confidence, decay_score, access_count, last_access_at, "
-    "created_at, updated_at, status, version, superseded_by, consolidated_into, metadata"
+    "created_at, updated_at, status, version, superseded_by, consolidated_into, metadata, learned_at"
 )
 # What update() may change: everything but the row's identity and the columns update() keeps itself.
 UPDATABLE = frozenset(
@@ -62,6 +62,7 @@ def _memory(row: Sequence[Any]) -> Memory:
         superseded_by=row[19],
         consolidated_into=row[20],
         metadata=json.loads(row[21]) if row[21] else {},
+        learned_at=row[22] or row[15],  # NULL only in rows copied by `recover` from an older schema
     )
 
 
@@ -84,19 +85,25 @@ class MemoryRow(NamedTuple):
     created_at: str
     superseded_by: str | None
     version: int
+    learned_at: str
     marked: bool  # the metadata key scan() was asked about is there
+
+    @property
+    def decay_start(self) -> str:
+        """What decay counts from: the later of when engram learned the memory and its last access."""
+        return max(self.learned_at, self.last_access_at or "")
 
 
 def _memory_row(r: Sequence[Any]) -> MemoryRow:
     return MemoryRow(
         int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5]), str(r[6]), r[7], float(r[8]), float(r[9]),
-        float(r[10]), int(r[11]), r[12], str(r[13]), r[14], int(r[15]), bool(r[16]),
+        float(r[10]), int(r[11]), r[12], str(r[13]), r[14], int(r[15]), str(r[16] or r[13]), bool(r[17]),
     )  # fmt: skip
 
 
 _ROW_COLUMNS = (
     "pk, id, namespace, agent_id, memory_type, status, content, embedding_model, importance, confidence, "
-    "decay_score, access_count, last_access_at, created_at, superseded_by, version"
+    "decay_score, access_count, last_access_at, created_at, superseded_by, version, learned_at"
 )
 
 
@@ -258,13 +265,14 @@ class Memories:
         self.store.execute(
             "INSERT INTO memories (id, namespace, agent_id, session_id, memory_type, content, summary, content_hash, "
             "embedding_model, importance, confidence, decay_score, access_count, last_access_at, created_at, "
-            "updated_at, status, version, superseded_by, consolidated_into, metadata) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "updated_at, status, version, superseded_by, consolidated_into, metadata, learned_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 memory.id, memory.namespace, memory.agent, memory.session, memory.type, memory.content,
                 memory.summary, memory.content_hash, memory.embedding_model, memory.importance, memory.confidence,
                 memory.decay_score, memory.access_count, memory.last_access_at, memory.created_at, memory.updated_at,
                 memory.status, memory.version, memory.superseded_by, memory.consolidated_into, dumps(memory.metadata),
+                memory.learned_at,
             ),
         )  # fmt: skip
         memory.pk = int(self.store.conn.last_insert_rowid())
@@ -405,6 +413,19 @@ class Memories:
             return int(self.store.scalar("SELECT count(*) FROM memories") or 0)
         clause, params = where(filters)
         return int(self.store.scalar(f"SELECT count(*) FROM memories m WHERE {clause}", params) or 0)
+
+    def namespaces(self) -> dict[str, dict[str, int]]:
+        """Every namespace that holds a memory (of any status), by name, with how many it holds of each status."""
+        out: dict[str, dict[str, int]] = {}
+        for namespace, status, n in self.store.rows(
+            "SELECT namespace, status, count(*) FROM memories GROUP BY namespace, status ORDER BY namespace, status"
+        ):
+            out.setdefault(str(namespace), {})[str(status)] = int(n)
+        return out
+
+    def has_namespace(self, namespace: str) -> bool:
+        """Whether any memory, of any status, lives in ``namespace``."""
+        return self.store.one("SELECT 1 FROM memories WHERE namespace = ? LIMIT 1", (namespace,)) is not None
 
     def count_with_vectors(self) -> int:
         return int(self.store.scalar("SELECT count(*) FROM memories WHERE embedding_model IS NOT NULL") or 0)

@@ -6,10 +6,15 @@ failure leaves the database exactly as it was.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
+
+from engram_cli.lang import text as textmod
+from engram_cli.timeutil import iso_now
 
 # Where each applied migration is recorded (id, name, when).
 MIGRATIONS_TABLE = "schema_migrations"
@@ -166,7 +171,138 @@ def _m0002_ingest(conn: apsw.Connection) -> None:
     )
 
 
+# The namespace engram wrote to before there were scopes, and the person's scope that replaces it.
+_OLD_DEFAULT = "default"
+_GLOBAL = "global"
+_WHY_GLOBAL = "the default namespace became the global scope"
+
+
+def _m0003_scopes_and_learned_time(conn: apsw.Connection) -> None:
+    # Two things the first schema ran together. (1) When a memory happened and when engram learned
+    # it: created_at is the log's time for ingested memories, and counting decay from it archived a
+    # backfilled history the night it was read. learned_at is when the row was stored: the first
+    # `created` event says so for existing rows (an ingested memory's event is stamped when it was
+    # written), else created_at. (2) Commands wrote to a catch-all `default` namespace that no session
+    # card and no project recall ever read. Memories now live in the person's scope (`global`) or a
+    # project's; what was in `default` was written by hand or by scripts for every project, so it
+    # becomes global. A `default` memory whose text is already in `global` (same agent) is folded into
+    # that one, as `audit --fix` folds exact duplicates.
+    conn.execute("ALTER TABLE memories ADD COLUMN learned_at TEXT")
+    conn.execute(
+        "UPDATE memories SET learned_at = coalesce((SELECT e.at FROM events e WHERE e.memory_id = memories.id "
+        "AND e.kind = 'created' ORDER BY e.pk LIMIT 1), created_at)"
+    )
+    at = iso_now()
+    tables = [str(r[0]) for r in conn.execute("SELECT vec_table FROM embedding_models ORDER BY model_id")]
+    rows: list[tuple[Any, ...]] = list(conn.execute(
+        "SELECT pk, id, agent_id, content_hash FROM memories WHERE namespace = ? ORDER BY pk", (_OLD_DEFAULT,)
+    ))  # fmt: skip
+    for pk, memory_id, agent, content_hash in rows:
+        twin = conn.execute(
+            "SELECT pk FROM memories WHERE namespace = ? AND agent_id = ? AND content_hash = ?",
+            (_GLOBAL, agent, content_hash),
+        ).fetchone()
+        if twin is None:
+            _move_to_global(conn, tables, int(pk), str(memory_id), at)
+        else:
+            _fold_into(conn, tables, int(pk), int(twin[0]), at)
+    conn.execute("UPDATE ingest_sessions SET namespace = ? WHERE namespace = ?", (_GLOBAL, _OLD_DEFAULT))
+
+
+def _event(conn: apsw.Connection, memory_id: str, kind: str, at: str, note: str, **values: Any) -> None:
+    before, after = values.get("before"), values.get("after")
+    conn.execute(
+        "INSERT INTO events (memory_id, kind, at, actor, before, after, note) VALUES (?, ?, ?, 'migration', ?, ?, ?)",
+        (
+            memory_id, kind, at, None if before is None else json.dumps(before),
+            None if after is None else json.dumps(after), note,
+        ),
+    )  # fmt: skip
+
+
+def _move_to_global(conn: apsw.Connection, tables: list[str], pk: int, memory_id: str, at: str) -> None:
+    conn.execute(
+        "UPDATE memories SET namespace = ?, version = version + 1, updated_at = ? WHERE pk = ?", (_GLOBAL, at, pk)
+    )
+    # vec0 cannot change a partition key in place: the vector goes out and comes back under the new one.
+    for table in tables:
+        row = conn.execute(
+            f"SELECT embedding, status, memory_type, agent_id FROM {table} WHERE memory_pk = ?", (pk,)
+        ).fetchone()
+        if row is None:
+            continue
+        conn.execute(f"DELETE FROM {table} WHERE memory_pk = ?", (pk,))
+        conn.execute(
+            f"INSERT INTO {table} (memory_pk, embedding, namespace, status, memory_type, agent_id) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (pk, row[0], _GLOBAL, row[1], row[2], row[3]),
+        )
+    moved = {"before": {"namespace": _OLD_DEFAULT}, "after": {"namespace": _GLOBAL}}
+    _event(conn, memory_id, "updated", at, _WHY_GLOBAL, **moved)
+
+
+def _fold_into(conn: apsw.Connection, tables: list[str], pk: int, survivor_pk: int, at: str) -> None:
+    """The `default` memory ``pk`` joins the global one with the same words, losing nothing (see repair.fold)."""
+    columns = "id, content, importance, confidence, decay_score, access_count, last_access_at, learned_at, metadata"
+    one = _row(conn, f"SELECT {columns} FROM memories WHERE pk = ?", (pk,))
+    two = _row(conn, f"SELECT {columns} FROM memories WHERE pk = ?", (survivor_pk,))
+    loser_id, wording = str(one[0]), str(one[1])
+    survivor_id = str(two[0])
+    metadata = dict(json.loads(two[8] or "{}"))
+    for key, value in json.loads(one[8] or "{}").items():
+        metadata.setdefault(key, value)
+    accessed = [a for a in (one[6], two[6]) if a]
+    conn.execute(
+        "UPDATE memories SET importance = ?, confidence = ?, decay_score = ?, access_count = ?, last_access_at = ?, "
+        "learned_at = ?, metadata = ?, version = version + 1, updated_at = ? WHERE pk = ?",
+        (
+            max(one[2], two[2]), max(one[3], two[3]), max(one[4], two[4]), int(one[5]) + int(two[5]),
+            max(accessed) if accessed else None, min(one[7], two[7]), json.dumps(metadata, ensure_ascii=False),
+            at, survivor_pk,
+        ),
+    )  # fmt: skip
+    conn.execute("INSERT OR IGNORE INTO tags (memory_pk, tag) SELECT ?, tag FROM tags WHERE memory_pk = ?",
+                 (survivor_pk, pk))  # fmt: skip
+    # A source without text stood for its memory's own wording: it keeps the folded memory's words.
+    conn.execute("UPDATE sources SET content = ? WHERE memory_pk = ? AND content IS NULL", (wording, pk))
+    conn.execute("UPDATE sources SET memory_pk = ? WHERE memory_pk = ?", (survivor_pk, pk))
+    for column in ("superseded_by", "consolidated_into"):
+        conn.execute(f"UPDATE memories SET {column} = ? WHERE {column} = ?", (survivor_id, loser_id))
+    # A log read again must find the memory its item became, not bring the folded one back.
+    conn.execute("UPDATE ingest_items SET memory_id = ? WHERE memory_id = ?", (survivor_id, loser_id))
+    for table in tables:
+        conn.execute(f"DELETE FROM {table} WHERE memory_pk = ?", (pk,))
+    conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (pk,))
+    conn.execute("DELETE FROM memories WHERE pk = ?", (pk,))
+    _reindex(conn, survivor_pk)
+    _event(
+        conn, survivor_id, "merged", at, f"{loser_id[:8]} folded in: {_WHY_GLOBAL}",
+        before={"importance": two[2], "access_count": two[5]},
+        after={"importance": max(one[2], two[2]), "access_count": int(one[5]) + int(two[5])},
+    )  # fmt: skip
+    _event(conn, loser_id, "deleted", at, f"merged into {survivor_id}: {_WHY_GLOBAL}")
+
+
+def _row(conn: apsw.Connection, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The one row a query about a known row returns."""
+    row = conn.execute(sql, params).fetchone()
+    assert row is not None, sql
+    return tuple(row)
+
+
+def _reindex(conn: apsw.Connection, pk: int) -> None:
+    """The keyword row of a memory from its text, summary, supplements and tags (as records.reindex makes it)."""
+    content, summary = _row(conn, "SELECT content, summary FROM memories WHERE pk = ?", (pk,))
+    kept = [str(r[0]) for r in conn.execute(
+        "SELECT content FROM sources WHERE memory_pk = ? AND content IS NOT NULL ORDER BY pk", (pk,))]  # fmt: skip
+    tags = [str(r[0]) for r in conn.execute("SELECT tag FROM tags WHERE memory_pk = ? ORDER BY tag", (pk,))]
+    terms = textmod.index_text(str(content), summary or "", *kept, " ".join(tags))
+    conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (pk,))
+    conn.execute("INSERT INTO memory_fts (rowid, terms) VALUES (?, ?)", (pk, terms))
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "initial schema", _m0001_initial),
     Migration(2, "ingest cursors, sessions and items", _m0002_ingest),
+    Migration(3, "scopes and learned time", _m0003_scopes_and_learned_time),
 ]

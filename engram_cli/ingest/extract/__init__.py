@@ -15,7 +15,8 @@ Three kinds of memory come out of a session:
 - **semantic** memories from what the person typed: preferences, decisions and explicit
   requests to remember (cue tables below), one per message at most, keeping the sentence(s)
   that carry the cue. Questions, hypotheticals, tentative wording, quoted text, code, other
-  roles' text and long pastes (over :data:`LONG_MESSAGE`) never count.
+  roles' text and long pastes (over :data:`LONG_MESSAGE`) never count. Each says whose it is
+  (:func:`scope_of`): the person's ("answer in British English", 我习惯…) goes to the global scope.
 - **procedural** error → fix: a command that failed and later passed (the same program and
   subcommand), with what changed in between (files edited, commands run, the assistant's
   sentence saying what it did or why it failed). The open failure travels in the digest, so
@@ -25,7 +26,8 @@ Three kinds of memory come out of a session:
 everything it must remember between parts is in that small JSON dict.
 
 The rules live in one module per topic: :mod:`.wording` (what people typed, sentences, clipping),
-:mod:`.cues` (preference, decision and remember cues), :mod:`.commands` (command signatures),
+:mod:`.cues` (preference, decision and remember cues), :mod:`.scope` (whether a statement is about
+the person or the project), :mod:`.commands` (command signatures),
 :mod:`.outcome` (failures, edited files, what the assistant reports), :mod:`.state` (the digest),
 :mod:`.reader` (the walk over a session's messages), :mod:`.episode` (the episode's text) and
 :mod:`.item` (what comes out); :func:`extract` below ties them together.
@@ -42,6 +44,7 @@ from engram_cli.ingest.extract.episode import SHELL_BUSY, _episode, _project_nam
 from engram_cli.ingest.extract.item import Item
 from engram_cli.ingest.extract.outcome import edited_files, error_line, explanation, failed, outcome
 from engram_cli.ingest.extract.reader import _Reader
+from engram_cli.ingest.extract.scope import scope_of
 from engram_cli.ingest.extract.state import MAX_FIXES, _State
 from engram_cli.ingest.extract.wording import _clip
 
@@ -57,6 +60,7 @@ __all__ = [
     "extract",
     "failed",
     "outcome",
+    "scope_of",
     "semantic_cues",
     "signature",
 ]

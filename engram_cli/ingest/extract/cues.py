@@ -6,6 +6,7 @@ import re
 
 from engram_cli.ingest.base import Message
 from engram_cli.ingest.extract.item import Item, _message_id
+from engram_cli.ingest.extract.scope import scope_of
 from engram_cli.ingest.extract.wording import (
     _CJK_CHAR,
     _QUOTED,
@@ -259,4 +260,5 @@ def _semantic(message: Message, text: str, source: str) -> Item | None:
         message_id=_message_id(message),
         at=message.at,
         tags=[kind, source],
+        scope=scope_of(content),
     )

@@ -20,6 +20,8 @@ class Item:
     message_id: str | None  # the message it came from (provenance), None for the episode
     at: str | None  # ISO time of that message (the session's last time for the episode)
     tags: list[str]  # "preference" | "decision" | "remember" | "fix" | "session", plus the source name
+    # Whose it is: "person" (true in every project, stored in the global scope) or "project".
+    scope: str = "project"
 
 
 def _message_id(message: Message) -> str:

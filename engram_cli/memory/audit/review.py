@@ -14,16 +14,12 @@ def _age_checks(rows: list[MemoryRow], settings: AuditSettings, moment: datetime
     never_before = to_iso(moment - timedelta(days=settings.never_accessed_days))
     active = [r for r in rows if r.status == "active"]
     stale = sorted(
-        (
-            r
-            for r in active
-            if (r.last_access_at or r.created_at) < stale_before and r.decay_score < settings.stale_decay
-        ),
-        key=lambda r: (r.last_access_at or r.created_at, r.pk),
+        (r for r in active if r.decay_start < stale_before and r.decay_score < settings.stale_decay),
+        key=lambda r: (r.decay_start, r.pk),
     )
     low = sorted((r for r in active if r.confidence < settings.low_confidence), key=lambda r: (r.confidence, r.pk))
     never = sorted(
-        (r for r in active if r.access_count == 0 and r.created_at < never_before), key=lambda r: (r.created_at, r.pk)
+        (r for r in active if r.access_count == 0 and r.learned_at < never_before), key=lambda r: (r.learned_at, r.pk)
     )
     n = settings.examples
     return [
@@ -33,10 +29,7 @@ def _age_checks(rows: list[MemoryRow], settings: AuditSettings, moment: datetime
             f"{settings.stale_decay:g}",
             INFO,
             count=len(stale),
-            examples=[
-                _example(r, last_access=r.last_access_at or r.created_at, decay_score=round(r.decay_score, 3))
-                for r in stale[:n]
-            ],
+            examples=[_example(r, last_access=r.decay_start, decay_score=round(r.decay_score, 3)) for r in stale[:n]],
             details={"days": settings.stale_days, "decay_below": settings.stale_decay},
             hint="`engram touch ID` keeps what still matters, `engram forget ID` drops the rest; "
             "decay archives them in time",
@@ -55,7 +48,7 @@ def _age_checks(rows: list[MemoryRow], settings: AuditSettings, moment: datetime
             f"active memories never recalled in the {settings.never_accessed_days:g} days since they were added",
             INFO,
             count=len(never),
-            examples=[_example(r, created_at=r.created_at) for r in never[:n]],
+            examples=[_example(r, learned_at=r.learned_at) for r in never[:n]],
             details={"days": settings.never_accessed_days},
             hint="for review only: nothing is wrong with them",
         ),

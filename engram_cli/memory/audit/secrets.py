@@ -49,7 +49,7 @@ NOT_SCANNED: dict[str, dict[str, str]] = {
         "id": _ID, "superseded_by": _ID, "consolidated_into": _ID, "namespace": _SCOPE, "agent_id": _SCOPE,
         "memory_type": "one of four types (CHECK constraint)", "status": "one of three statuses (CHECK constraint)",
         "content_hash": _HASH, "embedding_model": _MODEL,
-        "last_access_at": _TIME, "created_at": _TIME, "updated_at": _TIME,
+        "last_access_at": _TIME, "created_at": _TIME, "updated_at": _TIME, "learned_at": _TIME,
     },
     "sources": {"created_at": _TIME},
     "events": {"memory_id": _ID, "kind": "one of ten kinds (CHECK constraint)", "at": _TIME},
