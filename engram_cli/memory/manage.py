@@ -112,12 +112,19 @@ def forget(
 
 
 def purge_as_elsewhere(
-    store: Store, memory: Memory, *, at: str, actor: str, version: int, embedder: Embedder | None = None
+    store: Store,
+    memory: Memory,
+    *,
+    at: str,
+    actor: str,
+    version: int,
+    embedder: Embedder | None = None,
+    note: str | None = None,
 ) -> list[ForgetResult]:
     """Purge a memory that another database purged (its tombstone came with an import), in the caller's
-    transaction: the same removal as `forget --hard`, dated and signed as the original, so that the
-    copies it rewrites here come out as they did there."""
-    return _Purger(store, at, actor, embedder).purge(memory, version=version)
+    transaction: the same removal as `forget --hard`, dated, signed and noted as the original, so that
+    the copies it rewrites here come out as they did there."""
+    return _Purger(store, at, actor, embedder).purge(memory, note, version=version)
 
 
 class _Purger:

@@ -59,12 +59,16 @@ class Tombstone:
     into: str | None = None
     namespace: str | None = None
     actor: str | None = None
+    # The memory's history as exported (a purged one's values are blank): the other side keeps it too,
+    # so both hold the same events for a memory that is gone.
+    events: tuple[dict[str, Any], ...] = ()
 
     def line(self) -> dict[str, Any]:
         """The export line."""
         return {
             "id": self.id, "tombstone": True, "purged_at": self.purged_at, "version": self.version,
             "hard": self.hard, "into": self.into, "namespace": self.namespace, "actor": self.actor,
+            "events": list(self.events),
         }  # fmt: skip
 
     def payload(self) -> dict[str, Any]:
@@ -94,14 +98,23 @@ def _tombstone_of(memory_id: str, events: Sequence[Event]) -> Tombstone:
 
 
 def tombstones(store: Store, namespaces: Sequence[str] | None) -> list[Tombstone]:
-    """The memories removed here, by id (those of ``namespaces`` and those whose namespace was not recorded)."""
+    """The memories removed here, by id (those of ``namespaces`` and those whose namespace was not
+    recorded), each with its whole history."""
     by_id: dict[str, list[Event]] = {}
     for event in store.events.tombstones():
         by_id.setdefault(event.memory_id, []).append(event)
     out = [_tombstone_of(memory_id, events) for memory_id, events in sorted(by_id.items())]
-    if namespaces is None:
-        return out
-    return [t for t in out if t.namespace is None or t.namespace in namespaces]
+    if namespaces is not None:
+        out = [t for t in out if t.namespace is None or t.namespace in namespaces]
+    return [replace(t, events=tuple(history(store, t.id))) for t in out]
+
+
+def history(store: Store, memory_id: str) -> list[dict[str, Any]]:
+    """A memory's events as an export writes them: without the memory's id, in ``event_order``."""
+    events = to_json(store.events.of(memory_id))
+    for event in events:
+        del event["memory_id"]
+    return sorted(events, key=event_order)
 
 
 def event_order(event: dict[str, Any]) -> tuple[str, ...]:
@@ -138,22 +151,32 @@ class Merger:
     def tombstone(self, t: Tombstone) -> bool:
         """Remove the memory ``t`` names, if it is here, and keep the tombstone; True when a memory went."""
         memories, events = self.store.memories, self.store.events
+        # The removal's own event as the other side wrote it, when the line carries the history.
+        removal = next((e for e in t.events if e.get("kind") == "deleted" and e.get("at") == t.purged_at), None)
+        note = _note(t) if removal is None else removal.get("note")
         pk = memories.pk_of(t.id)
+        went = pk is not None
         if pk is None:
             if not any(e.at == t.purged_at for e in events.tombstones(t.id)):
-                events.add(t.id, "deleted", t.purged_at, after=t.payload(), note=_note(t), actor=t.actor)
-            return False
-        memory = memories.load(pk, with_sources=False)
-        if t.hard:
+                events.add(t.id, "deleted", t.purged_at, after=t.payload(), note=note, actor=t.actor)
+        elif t.hard:
+            memory = memories.load(pk, with_sources=False)
+            # The purge writes its own `deleted` event: given the original's note, it is the same event.
+            prefix = _note(t) + "; "
+            extra = note[len(prefix) :] if note and note.startswith(prefix) else None
             manage.purge_as_elsewhere(
-                self.store, memory, at=t.purged_at, actor=t.actor or "user", version=t.version, embedder=self.embedder
-            )
+                self.store, memory, at=t.purged_at, actor=t.actor or "user", version=t.version,
+                embedder=self.embedder, note=extra,
+            )  # fmt: skip
             self.purged_hard = True
-            return True
-        self._remember_links(t.id)
-        memories.delete(memory)
-        events.add(t.id, "deleted", t.purged_at, after=t.payload(), note=_note(t), actor=t.actor)
-        return True
+        else:
+            self._remember_links(t.id)
+            memories.delete(memories.load(pk, with_sources=False))
+            events.add(t.id, "deleted", t.purged_at, after=t.payload(), note=note, actor=t.actor)
+        # A purged memory's history keeps kinds and times only, whatever the line says.
+        carried = [e if not t.hard or e is removal else {**e, "before": None, "after": None} for e in t.events]
+        self._add_events(t.id, carried)
+        return went
 
     # -- lines -------------------------------------------------------------------------------
 

@@ -72,10 +72,7 @@ def export(
                 if memory is None:
                     continue
                 line = to_json(memory)
-                events = to_json(store.events.of(memory.id))
-                for event in events:
-                    del event["memory_id"]
-                line["events"] = sorted(events, key=sync.event_order)
+                line["events"] = sync.history(store, memory.id)
                 if with_vectors and memory.embedding_model:
                     got = store.vectors.get(memory.embedding_model, [pk])
                     if pk in got:
@@ -210,7 +207,7 @@ def _complete_minimal(data: dict[str, Any], namespace: str, agent: str) -> dict[
     }  # fmt: skip
 
 
-def _parse_tombstone(data: dict[str, Any]) -> sync.Tombstone:
+def _parse_tombstone(data: dict[str, Any], contact: bool) -> sync.Tombstone:
     memory_id = _require(data, "id", str)
     purged_at = normalize_iso(_require(data, "purged_at", str), what="purged_at")
     version = data.get("version", 1)
@@ -223,7 +220,20 @@ def _parse_tombstone(data: dict[str, Any]) -> sync.Tombstone:
         if data.get(key) is not None and not isinstance(data[key], str):
             raise InvalidInput(f"{key} must be text")
     namespace = None if data.get("namespace") is None else normalize_namespace(data["namespace"])
-    return sync.Tombstone(memory_id, purged_at, version, hard, data.get("into"), namespace, data.get("actor"))
+    events = data.get("events", [])
+    if not isinstance(events, list):
+        raise InvalidInput("events must be a list")
+    _check_events(events)
+    _redact_record(data, contact)  # an event's note or values may quote a secret, as in any line
+    return sync.Tombstone(
+        memory_id, purged_at, version, hard, data.get("into"), namespace, data.get("actor"), tuple(events)
+    )
+
+
+def _check_events(events: list[Any]) -> None:
+    for event in events:
+        if not isinstance(event, dict) or event.get("kind") not in EVENT_KINDS or not isinstance(event.get("at"), str):
+            raise InvalidInput("an event needs a known kind and an 'at' time")
 
 
 def _parse(
@@ -231,7 +241,7 @@ def _parse(
 ) -> _Line | sync.Tombstone:
     data, _ = _decode(raw)
     if data.get("tombstone") is True:
-        return _parse_tombstone(data)
+        return _parse_tombstone(data, contact)
     minimal = "id" not in data
     if minimal:
         if not isinstance(data.get("content"), str):
@@ -265,9 +275,7 @@ def _parse(
         raise InvalidInput("metadata must be an object and tags a list")
     if data.get("summary") is not None and not isinstance(data["summary"], str):
         raise InvalidInput("summary must be text")
-    for event in data.get("events", []):
-        if not isinstance(event, dict) or event.get("kind") not in EVENT_KINDS or not isinstance(event.get("at"), str):
-            raise InvalidInput("an event needs a known kind and an 'at' time")
+    _check_events(data.get("events", []))
     redacted = _redact_record(data, contact)
     vector = model = None
     if isinstance(data.get("vector"), dict) and not redacted:  # a redacted text gets a vector of its own
