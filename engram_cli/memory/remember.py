@@ -604,12 +604,7 @@ def apply_changes(
     columns: dict[str, Any] = {}
     if "content" in changes:
         columns.update(content=changes["content"], content_hash=textmod.content_hash(changes["content"]))
-    for name, column in (
-        ("importance", "importance"),
-        ("type", "memory_type"),
-        ("status", "status"),
-        ("namespace", "namespace"),
-    ):
+    for name, column in (("importance", "importance"), ("type", "memory_type"), ("status", "status")):
         if name in changes:
             columns[column] = changes[name]
     old_model = memory.embedding_model
@@ -623,7 +618,9 @@ def apply_changes(
     if columns:
         store.memories.update(memory, at, **columns)
     else:
-        store.memories.bump(memory, at)  # only the tags changed: still a new version
+        store.memories.bump(memory, at)  # only tags or the namespace changed: still a new version
+    if "namespace" in changes:
+        store.memories.move(memory, changes["namespace"])
     for name in ("content", "importance", "type", "namespace", "status"):
         if name in changes:
             setattr(memory, name, changes[name])

@@ -29,11 +29,10 @@ _COLUMNS = (
     "created_at, updated_at, status, version, superseded_by, consolidated_into, metadata, mkey"
 )
 # What update() may change: everything but the row's identity and the columns update() keeps itself.
-# A caller that changes the namespace moves the vector's partition too (vec0 cannot update it in place).
 UPDATABLE = frozenset(
     {
-        "namespace", "session_id", "memory_type", "content", "summary", "content_hash", "embedding_model",
-        "importance", "confidence", "decay_score", "access_count", "last_access_at", "status", "superseded_by",
+        "session_id", "memory_type", "content", "summary", "content_hash", "embedding_model", "importance",
+        "confidence", "decay_score", "access_count", "last_access_at", "status", "superseded_by",
         "consolidated_into", "metadata",
     }
 )  # fmt: skip
@@ -356,8 +355,17 @@ class Memories:
         memory.version += 1
         memory.updated_at = at
 
+    def move(self, memory: Memory, namespace: str) -> None:
+        """Put a memory in another namespace, as part of a change update() or bump() records (which count the version).
+
+        Apart from update() because the namespace is the row's scope: its vector's partition must move
+        with it (``vectors.put``), which the caller does in the same transaction.
+        """
+        self.store.execute("UPDATE memories SET namespace = ? WHERE pk = ?", (namespace, memory.pk))
+        memory.namespace = namespace
+
     def bump(self, memory: Memory, at: str) -> None:
-        """Count a change made outside the row (its tags) as a new version, with the same lock as update()."""
+        """Count a change update() does not make (tags, the namespace) as a new version, with the same lock."""
         self.store.execute(
             "UPDATE memories SET updated_at = ?, version = version + 1 WHERE pk = ? AND version = ?",
             (at, memory.pk, memory.version),
