@@ -53,6 +53,7 @@ def memory(**changes: Any) -> dict[str, Any]:
     shape: dict[str, Any] = {
         "id": str,
         "content": str,
+        "key": None,
         "summary": None,
         "type": str,
         "namespace": str,
@@ -112,7 +113,15 @@ SCORE_FACTORS = {
     "formula": str,
 }
 FORGET_RESULT = {"id": str, "action": str, "edited": [], "consolidated": [], "note": None}
-IMPORT_REPORT = {"imported": int, "skipped_existing": int, "errors": [], "atomic": bool, "redacted": int}
+IMPORT_REPORT = {
+    "imported": int,
+    "skipped_existing": int,
+    "errors": [],
+    "atomic": bool,
+    "redacted": int,
+    "updated": int,
+    "purged": int,
+}
 DECAY_CHANGE = {"id": str, "content": str, "decay_before": float, "decay_after": float, "archived": bool}
 DECAY_REPORT = {
     "now": str,
@@ -295,6 +304,7 @@ EXPORT_LINE = {
     "events": [{"actor": str, "after": (dict, None), "at": str, "before": (dict, None), "kind": str, "note": None}],
     "id": str,
     "importance": float,
+    "key": None,
     "last_access_at": None,
     "learned_at": str,
     "metadata": dict,

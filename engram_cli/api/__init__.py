@@ -2,8 +2,10 @@
 
 ``Engram`` is an open store with every verb that works on one. The module-level operations need
 no database: hooks and cron (:mod:`engram_cli.api.hooks`), doctor, the bundled models and eval's
-queries (:mod:`engram_cli.api.system`). :mod:`engram_cli.api.results` names what commands produce
-when the engine's own answer does not say it alone.
+queries (:mod:`engram_cli.api.system`). :mod:`engram_cli.api.lookup` reads a keyed fact with
+the store alone (no model, no numpy); like ``Engram``, it is imported where it is used.
+:mod:`engram_cli.api.results` names what commands produce when the engine's own answer does not
+say it alone.
 
 ``Engram`` is imported on first use, so that `engram --help` and the hook commands do not pay
 for numpy and SQLite.

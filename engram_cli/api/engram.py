@@ -13,6 +13,7 @@ from typing import Any, TypedDict, Unpack
 import numpy as np
 
 from engram_cli import config as configmod
+from engram_cli.api import scope as scopemod
 from engram_cli.api.results import Inspection, NamespaceListing, Page
 from engram_cli.doctor import ModelListing
 from engram_cli.errors import EngramError, InvalidInput, ModelError, UsageError
@@ -21,7 +22,9 @@ from engram_cli.ingest.report import IngestReport
 from engram_cli.memory import audit as auditmod
 from engram_cli.memory import compact as compactmod
 from engram_cli.memory import decay as decaymod
+from engram_cli.memory import edit as editmod
 from engram_cli.memory import evaluation as evalmod
+from engram_cli.memory import keys as keysmod
 from engram_cli.memory import manage, remember, transfer
 from engram_cli.memory import namespaces as nsmod
 from engram_cli.memory import recover as recovermod
@@ -464,18 +467,20 @@ class Engram:
         self,
         *,
         with_vectors: bool = False,
+        tombstones: bool = True,
         namespace: str | Sequence[str] | None = None,
         filters: Filters | None = None,
         **criteria: Unpack[Criteria],
     ) -> Iterable[dict[str, Any]]:
-        """Memories as export records (every status unless ``status`` is given), oldest first.
+        """Memories as export records (every status unless ``status`` is given), oldest first, then
+        (with ``tombstones``) one record per memory of those namespaces that was purged or folded away.
 
         Without a namespace, the :attr:`scope`'s project (or the global scope outside one).
         """
         if filters is None:
             criteria.setdefault("status", ["active", "superseded", "archived"])
         flt = self._filtered(filters, namespace, criteria)
-        return transfer.export(self.store, flt, with_vectors=with_vectors)
+        return transfer.export(self.store, flt, with_vectors=with_vectors, tombstones=tombstones)
 
     def import_lines(self, lines: Iterable[str], *, atomic: bool = False) -> transfer.ImportReport:
         """Import export records (JSONL lines; ids, timestamps and history are kept) or minimal records."""
@@ -487,7 +492,7 @@ class Engram:
         return transfer.import_lines(
             self.store, lines, active_model=model_id, dim=dim, embed=embed, known_models=known,
             namespace=self.scope.default, agent=self.settings.agent, atomic=atomic,
-            contact=self.settings.redact.contact_details,
+            contact=self.settings.redact.contact_details, embedder=self._passage_embedder,
         )  # fmt: skip
 
     def reembed(
@@ -698,7 +703,7 @@ class Engram:
         """What the ingest loader may use of this store: its writer, its checks and the ingest settings."""
         # A session whose project is unknown belongs to no project: the configured namespace, else global
         # (not the project engram happens to run in: ingest runs from cron and hooks).
-        namespace = _configured_namespace(self.config) or GLOBAL_NAMESPACE
+        namespace = scopemod.configured(self.config) or GLOBAL_NAMESPACE
         return IngestPort(
             store=self.store,
             writer=lambda: self._writer(no_merge=False),
@@ -765,6 +770,99 @@ class Engram:
         self.store.require_writable()
         return decaymod.touch(self.store, [ref] if isinstance(ref, str) else list(ref))
 
+    def edit(
+        self,
+        ref: str,
+        *,
+        text: str | None = None,
+        importance: float | None = None,
+        type: str | None = None,
+        tags: Sequence[str] = (),
+        untag: Sequence[str] = (),
+        namespace: str | None = None,
+        version: int | None = None,
+        keep_secrets: bool = False,
+    ) -> editmod.EditResult:
+        """Change a memory in place: its text (embedded and indexed again), importance, type, tags or namespace.
+
+        One transaction and one ``edited`` event with the values before and after. ``version``: the version
+        you read; if the memory changed since, nothing is edited (ConflictError). Text that another memory of
+        the namespace already says word for word is refused (an edit never merges). Secrets in the new text
+        and tags are redacted unless ``keep_secrets``.
+        """
+        self.store.require_writable()
+        change = editmod.prepare(
+            text=text, importance=importance, type=type, tag=tags, untag=untag, namespace=namespace,
+            keep_secrets=keep_secrets, contact=self.settings.redact.contact_details,
+        )  # fmt: skip
+
+        def embed(passage: str) -> tuple[str, np.ndarray]:
+            model_id, fn, _ = self._writing_model()
+            return model_id, np.asarray(fn([passage]), dtype=np.float32)[0]
+
+        return editmod.edit(self.store, ref, change, embed=embed, expected_version=version)
+
+    # -- keyed facts -------------------------------------------------------------------
+
+    def key_scope(self, cwd: str | os.PathLike[str] | None = None) -> Scope:
+        """Where keys are looked up from ``cwd`` (default: the working directory): the project, then global."""
+        return scopemod.resolve(self.config, None if cwd is None else Path(cwd))
+
+    def set(
+        self,
+        key: str,
+        value: str,
+        *,
+        namespace: str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        keep_secrets: bool = False,
+        **fields: Any,
+    ) -> AddResult:
+        """Give ``key`` the value ``value`` in ``namespace`` (default: the project of ``cwd``, else global).
+
+        The memory holding the key is updated in place (its old value stays in its history as an
+        ``edited`` event); a key unset before comes back; otherwise a memory is created, with importance
+        0.8 unless told. ``fields`` are those of :meth:`add` (type, importance, tags, source, …).
+        """
+        target = namespace if namespace is not None else self.key_scope(cwd).default
+        return self.add(value, no_merge=True, keep_secrets=keep_secrets, key=key, namespace=target, **fields)
+
+    def lookup(
+        self,
+        key: str,
+        *,
+        namespace: str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        touch: bool = True,
+    ) -> keysmod.KeyValue:
+        """The value of ``key``: in ``namespace`` if given, else the project's, else the global one (NotFound if
+        none). An exact lookup: no model is loaded. ``touch`` counts it as an access."""
+        scope = self.key_scope(cwd)
+        return keysmod.get(
+            self.store, key, scopemod.namespaces_for(scope, namespace), scope.of, touch=touch and not self.read_only
+        )
+
+    def unset(
+        self, key: str, *, namespace: str | None = None, cwd: str | os.PathLike[str] | None = None
+    ) -> keysmod.KeyUnset:
+        """Archive the memory :meth:`lookup` would return for ``key`` (its history stays; `set` brings it back)."""
+        self.store.require_writable()
+        scope = self.key_scope(cwd)
+        return keysmod.unset(self.store, key, scopemod.namespaces_for(scope, namespace), scope.of)
+
+    def keys(
+        self,
+        prefix: str = "",
+        *,
+        namespace: str | None = None,
+        all_namespaces: bool = False,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> keysmod.KeyListing:
+        """The active keys starting with ``prefix``: of the project and global (default), one namespace, or all."""
+        scope = self.key_scope(cwd)
+        namespaces = None if all_namespaces else scopemod.namespaces_for(scope, namespace)
+        return keysmod.listing(self.store, prefix, namespaces, scope.of)
+
     def forget(
         self,
         ref: str | Sequence[str],
@@ -788,14 +886,8 @@ class Engram:
         return manage.forget(self.store, refs, hard=hard, embedder=self._passage_embedder, within=within)
 
 
-def _configured_namespace(cfg: configmod.Config) -> str | None:
-    """The namespace config.toml or ENGRAM_NAMESPACE set, normalised; None leaves it to the scope."""
-    value = cfg.settings.namespace
-    return None if value is None else normalize_namespace(value)
-
-
 def _scope(cfg: configmod.Config, cwd: Path | None) -> Scope:
-    return Scope.resolve(_configured_namespace(cfg), cwd)
+    return scopemod.resolve(cfg, cwd)
 
 
 def _exclusive(**given: bool) -> None:

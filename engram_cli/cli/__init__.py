@@ -204,9 +204,10 @@ def root(
 
 
 def _register() -> None:
-    from engram_cli.cli import evaluate, hooks, ingest, lifecycle, maintenance, memories, system
+    from engram_cli.cli import evaluate, hooks, ingest, keys, lifecycle, maintenance, memories, system
 
     memories.register(app)
+    keys.register(app)
     lifecycle.register(app)
     maintenance.register(app)
     ingest.register(app)

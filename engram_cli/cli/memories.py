@@ -1,4 +1,4 @@
-"""add, recall, inspect, list, forget, namespaces."""
+"""add, recall, inspect, list, edit, forget, namespaces."""
 
 from __future__ import annotations
 
@@ -61,11 +61,16 @@ def _meta(pairs: list[str] | None) -> dict[str, Any]:
 def add(
     ctx: typer.Context,
     text: Annotated[str, typer.Argument(help="The memory's text, or - to read it from standard input.")],
-    mtype: Annotated[str, typer.Option("--type", help="working, episodic, semantic or procedural.")] = "semantic",
+    mtype: Annotated[
+        str | None, typer.Option("--type", help="working, episodic, semantic (default) or procedural.")
+    ] = None,
     namespace: NamespaceOpt = None,
     global_scope: GlobalOpt = False,
     agent: Annotated[str | None, typer.Option("--agent", help="Who is remembering (default: config agent).")] = None,
-    importance: Annotated[float, typer.Option("--importance", "-i", help="0 to 1; 0.8 and above is high.")] = 0.5,
+    importance: Annotated[
+        float | None,
+        typer.Option("--importance", "-i", help="0 to 1; 0.8 and above is high (default 0.5; 0.8 with --key)."),
+    ] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Tag (repeatable).")] = None,
     source: Annotated[str | None, typer.Option("--source", help="Where it came from (a file, URL, command).")] = None,
     session: Annotated[str | None, typer.Option("--session", help="Session id it belongs to.")] = None,
@@ -79,6 +84,12 @@ def add(
     supersedes: Annotated[
         str | None, typer.Option("--supersedes", metavar="ID", help="This memory replaces memory ID.")
     ] = None,
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--key", metavar="KEY", help="Keep it under KEY, like `engram set`: a new value replaces the old."
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Remember TEXT (in this git project, or with -g for every project). Prints its id; says so when it merged."""
@@ -86,7 +97,7 @@ def add(
     fields: dict[str, Any] = {
         "type": mtype, "namespace": namespace, "agent": agent, "importance": importance, "tags": tag or [],
         "source": {"kind": "cli", "ref": source} if source else {"kind": "cli"}, "session": session,
-        "created_at": at, "metadata": _meta(meta), "supersedes": supersedes,
+        "created_at": at, "metadata": _meta(meta), "supersedes": supersedes, "key": key,
     }  # fmt: skip
     engram = app_context(ctx).engram()
     result = engram.add(content, no_merge=no_merge, keep_secrets=keep_secrets, global_scope=global_scope, **fields)
@@ -189,6 +200,41 @@ def list_(
     show(ctx, engram.page(flt, limit=limit, offset=offset), json=as_json)
 
 
+def edit(
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="Memory id or unique prefix.")],
+    text: Annotated[
+        str | None, typer.Option("--text", metavar="TEXT", help="New text (- reads it from standard input).")
+    ] = None,
+    importance: Annotated[float | None, typer.Option("--importance", "-i", help="New importance, 0 to 1.")] = None,
+    mtype: Annotated[
+        str | None, typer.Option("--type", help="New type: working, episodic, semantic or procedural.")
+    ] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Add this tag (repeatable).")] = None,
+    untag: Annotated[list[str] | None, typer.Option("--untag", help="Remove this tag (repeatable).")] = None,
+    namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Move it to this namespace.")] = None,
+    global_: Annotated[bool, typer.Option("--global", "-g", help="Move it to the global scope.")] = False,
+    if_version: Annotated[
+        int | None,
+        typer.Option("--if-version", min=1, help="Edit only if the memory is still at this version (see inspect)."),
+    ] = None,
+    keep_secrets: Annotated[
+        bool, typer.Option("--keep-secrets", help="Store the new text as given, secrets included.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Change a memory in place: text, importance, type, tags or namespace; its id and history stay."""
+    if namespace is not None and global_:
+        raise UsageError("--namespace and --global exclude each other")
+    if text == "-":
+        text = read_stdin()
+    result = app_context(ctx).engram().edit(
+        memory_id, text=text, importance=importance, type=mtype, tags=tag or [], untag=untag or [],
+        namespace="global" if global_ else namespace, version=if_version, keep_secrets=keep_secrets,
+    )  # fmt: skip
+    show(ctx, result, json=as_json)
+
+
 def forget(
     ctx: typer.Context,
     memory_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Memory ids or unique prefixes.")],
@@ -225,5 +271,6 @@ def register(app: typer.Typer) -> None:
     app.command()(recall)
     app.command()(inspect)
     app.command(name="list")(list_)
+    app.command()(edit)
     app.command()(forget)
     app.command()(namespaces)

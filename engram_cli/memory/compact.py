@@ -319,6 +319,8 @@ def _load_rows(store: Store, namespaces: Sequence[str] | None) -> dict[tuple[str
         with_vectors=True, order="created", marked_by=META_KEY,
     )  # fmt: skip
     for r in scanned:
+        if r.key is not None:
+            continue  # a keyed fact changes only through its key (`engram set`, `unset`), never by compaction
         row = Row(
             pk=r.pk, id=r.id, type=r.type, content=r.content, created_at=r.created_at,
             importance=r.importance, decay_score=r.decay_score, version=r.version, consolidated=r.marked,

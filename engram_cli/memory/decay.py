@@ -183,6 +183,13 @@ def touch(store: Store, refs: list[str], *, at: datetime | None = None) -> list[
                 "decay_score": 1.0,
             }
             if memory.status == "archived":
+                holder = None if memory.key is None else store.memories.keyed(memory.namespace, memory.key)
+                if holder is not None:
+                    raise InvalidInput(
+                        f"memory {memory.short_id} held key '{memory.key}', which another memory of "
+                        f"'{memory.namespace}' holds now",
+                        hint=f"`engram get {memory.key} -n {memory.namespace}` shows it; `engram set` changes it",
+                    )
                 store.memories.set_status(memory, "active", stamp, **changes)
                 store.events.add(
                     memory.id, "restored", stamp,

@@ -16,7 +16,7 @@ from engram_cli.errors import InvalidInput, ModelError
 from engram_cli.lang import text as textmod
 from engram_cli.memory import compact as compactmod
 from engram_cli.memory import records, repair
-from engram_cli.memory.model import Event, Filters, Memory, passage_text
+from engram_cli.memory.model import Event, Filters, Memory
 from engram_cli.store.codec import dumps
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now
@@ -127,6 +127,22 @@ def _require_within(store: Store, pks: list[int], within: list[str]) -> None:
             )
 
 
+def purge_as_elsewhere(
+    store: Store,
+    memory: Memory,
+    *,
+    at: str,
+    actor: str,
+    version: int,
+    embedder: Embedder | None = None,
+    note: str | None = None,
+) -> list[ForgetResult]:
+    """Purge a memory that another database purged (its tombstone came with an import), in the caller's
+    transaction: the same removal as `forget --hard`, dated, signed and noted as the original, so that
+    the copies it rewrites here come out as they did there."""
+    return _Purger(store, at, actor, embedder).purge(memory, note, version=version)
+
+
 class _Purger:
     """Purges memories and every copy engram made of their text, inside the caller's transaction.
 
@@ -146,13 +162,16 @@ class _Purger:
         self.actor = actor
         self.embedder = embedder
 
-    def purge(self, memory: Memory, note: str | None = None) -> list[ForgetResult]:
+    def purge(self, memory: Memory, note: str | None = None, *, version: int | None = None) -> list[ForgetResult]:
+        """Purge ``memory`` and every copy of its text; ``version`` is the tombstone's (default: the memory's + 1)."""
         result = ForgetResult(memory.id, "purged", note=note)
         results = [result]
         result.consolidated = self._release(memory)
         self.store.memories.purge(memory)
+        # The tombstone: what export sends to other databases so that they purge the memory too.
+        tombstone = {"version": version or memory.version + 1, "hard": True, "namespace": memory.namespace}
         self.store.events.add(
-            memory.id, "deleted", self.now,
+            memory.id, "deleted", self.now, after=tombstone,
             note="purged with forget --hard; content removed" + (f"; {note}" if note else ""), actor=self.actor,
         )  # fmt: skip
         edited = self.store.sources.holders(memory.id, memory.content)
@@ -237,10 +256,10 @@ class _Purger:
             cleaned, changed = _strip(memory.metadata, text)
             if not changed:
                 continue
-            before = passage_text(memory.content, memory.metadata)
+            before = memory.passage
             self.store.memories.update(memory, self.now, metadata=cleaned)
             memory.metadata = cleaned
-            if passage_text(memory.content, memory.metadata) != before:
+            if memory.passage != before:
                 self._reembed(memory)
             edited[memory.pk] = memory.id
 
@@ -269,7 +288,7 @@ class _Purger:
                 log.warning("model %s is not available: `engram audit --fix` embeds %s", memory.embedding_model,
                             memory.id[:8])  # fmt: skip
             else:
-                vector = np.asarray(embed([passage_text(memory.content, memory.metadata)]), dtype=np.float32)[0]
+                vector = np.asarray(embed([memory.passage]), dtype=np.float32)[0]
                 self.store.vectors.put(
                     memory.embedding_model, memory.pk, vector, namespace=memory.namespace, status=memory.status,
                     memory_type=memory.type, agent=memory.agent,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -57,12 +58,21 @@ def normalize_namespace(value: Any) -> str:
     return normalize_name("namespace", value)
 
 
-def passage_text(content: str, metadata: dict[str, Any] | None) -> str:
-    """The text a memory's vector is made from: its content, then its context when it has one."""
+def key_words(key: str) -> str:
+    """A key as words ("user:tz" -> "user tz"): what a keyed memory's vector and keyword row see of it."""
+    return " ".join(w for w in re.split(r"[:_./-]+", key) if w)
+
+
+def passage_text(content: str, metadata: dict[str, Any] | None, key: str | None = None) -> str:
+    """The text a memory's vector is made from: its key's words and its content, then its context when it has one.
+
+    A keyed memory's content is only the value ("Europe/Berlin"); the key says what it is the value of.
+    """
+    text = f"{key_words(key)}: {content}" if key else content
     context = (metadata or {}).get(CONTEXT_KEY)
     if isinstance(context, str) and context.strip():
-        return f"{content}\n{context.strip()}"
-    return content
+        return f"{text}\n{context.strip()}"
+    return text
 
 
 @dataclass
@@ -119,9 +129,10 @@ class Source:
 class Memory:
     # The JSON form (README: "The JSON form of a memory"): no row key or content hash, the text first.
     json_keys: ClassVar[tuple[str, ...]] = (
-        "id", "content", "summary", "type", "namespace", "agent", "session", "tags", "importance", "confidence",
-        "decay_score", "access_count", "created_at", "occurred_at", "learned_at", "updated_at", "last_access_at",
-        "status", "superseded_by", "consolidated_into", "embedding_model", "version", "metadata", "sources",
+        "id", "content", "key", "summary", "type", "namespace", "agent", "session", "tags", "importance",
+        "confidence", "decay_score", "access_count", "created_at", "occurred_at", "learned_at", "updated_at",
+        "last_access_at", "status", "superseded_by", "consolidated_into", "embedding_model", "version", "metadata",
+        "sources",
     )  # fmt: skip
 
     pk: int
@@ -150,6 +161,13 @@ class Memory:
     learned_at: str = ""
     tags: list[str] = field(default_factory=list)
     sources: list[Source] = field(default_factory=list)
+    # A keyed fact's stable identity (`user:tz`, `deploy:geo-tiles`): one active memory per namespace and key.
+    key: str | None = None
+
+    @property
+    def passage(self) -> str:
+        """The text this memory's vector is made from."""
+        return passage_text(self.content, self.metadata, self.key)
 
     def __post_init__(self) -> None:
         if not self.learned_at:
@@ -182,7 +200,8 @@ class Memory:
 class AddResult:
     """What `remember` did with one text."""
 
-    action: str  # "created", "merged" or "duplicate"
+    # "created", "merged" or "duplicate"; for a keyed fact "created", "updated" (in place) or "unchanged"
+    action: str
     memory: Memory
     similarity: float | None = None
     # Set when a near neighbour passed the cosine threshold but was a different fact.
@@ -190,6 +209,7 @@ class AddResult:
     kept_apart_because: list[str] | None = None
     superseded: list[str] = field(default_factory=list)
     redacted: list[str] = field(default_factory=list)  # kinds of secrets replaced before storing
+    previous: str | None = None  # a keyed fact's value before this update
 
     @property
     def id(self) -> str:
@@ -197,13 +217,15 @@ class AddResult:
 
     @property
     def merged(self) -> bool:
-        return self.action != "created"
+        return self.action in ("merged", "duplicate")
 
     def json_form(self, **options: Any) -> dict[str, Any]:
         # What happened first, then the memory's own keys at the top level (not nested under "memory").
         out: dict[str, Any] = {"action": self.action, "similarity": self.similarity}
         out["superseded"] = list(self.superseded)
         out["redacted"] = list(self.redacted)
+        if self.action == "updated":
+            out["previous"] = self.previous
         if self.similar_id:
             out["similar_to"] = {"id": self.similar_id, "kept_apart_because": self.kept_apart_because}
         out.update(to_json(self.memory, **options))

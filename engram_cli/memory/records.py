@@ -41,12 +41,14 @@ def resolve_pk(store: Store, ref: str) -> int:
 
 
 def reindex(store: Store, pk: int) -> None:
-    """Rebuild the keyword row of a memory: its text, summary, kept supplements and tags.
+    """Rebuild the keyword row of a memory: its key, text, summary, kept supplements and tags.
 
     Its metadata (a chat turn's neighbours, see ``model.CONTEXT_KEY``) stays out.
     """
     parts = store.memories.index_parts(pk)
     if parts is None:
         return
-    terms = textmod.index_text(parts.content, parts.summary or "", *parts.supplements, " ".join(parts.tags))
+    terms = textmod.index_text(
+        parts.key or "", parts.content, parts.summary or "", *parts.supplements, " ".join(parts.tags)
+    )
     store.keywords.put(pk, terms)

@@ -28,7 +28,7 @@ import numpy as np
 
 from engram_cli.errors import DatabaseDamaged, InvalidInput, ModelError, StoreError
 from engram_cli.memory import records
-from engram_cli.memory.model import Filters, passage_text
+from engram_cli.memory.model import Filters
 from engram_cli.serialize import to_json
 from engram_cli.store.db import Store, connect, connect_read_only, migrate
 from engram_cli.store.memories import MemoryRow
@@ -295,7 +295,7 @@ class _Copier:
         for start in range(0, len(pks), EMBED_BATCH):
             found = self.dest.memories.load_many(pks[start : start + EMBED_BATCH])
             memories = [found[pk] for pk in sorted(found)]
-            matrix = np.asarray(embed([passage_text(m.content, m.metadata) for m in memories]), dtype=np.float32)
+            matrix = np.asarray(embed([m.passage for m in memories]), dtype=np.float32)
             with self.dest.write():
                 for memory, vector in zip(memories, matrix, strict=True):
                     self.dest.vectors.put(

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engram_cli.errors import InvalidInput
-from engram_cli.memory.model import passage_text
 from engram_cli.serialize import json_meta
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now
@@ -61,7 +60,7 @@ def run(
         memories = store.memories.not_on_model(model_id, min(batch, goal - done))
         if not memories:
             break
-        matrix = embed([passage_text(m.content, m.metadata) for m in memories])
+        matrix = embed([m.passage for m in memories])
         at = iso_now()
         with store.write():
             for memory, vector in zip(memories, matrix, strict=True):

@@ -13,6 +13,7 @@ import numpy as np
 from engram_cli.errors import ConflictError, InvalidInput
 from engram_cli.lang import redact as redactmod
 from engram_cli.lang import text as textmod
+from engram_cli.memory import keys as keysmod
 from engram_cli.memory import records
 from engram_cli.memory.model import (
     DEFAULT_IMPORTANCE,
@@ -42,7 +43,7 @@ MAX_CONTENT_CHARS = 100_000
 # The keys a caller may pass for one memory (CLI options, API keywords, JSONL fields).
 FIELDS = (
     "content", "type", "namespace", "agent", "tags", "importance", "confidence", "created_at",
-    "metadata", "source", "session", "summary", "supersedes",
+    "metadata", "source", "session", "summary", "supersedes", "key",
 )  # fmt: skip
 
 
@@ -63,6 +64,9 @@ class NewMemory:
     session: str | None = None
     summary: str | None = None
     supersedes: str | None = None  # id or prefix of the memory this one replaces
+    key: str | None = None  # a keyed fact: its value is updated in place, never added beside the old one
+    # The fields the caller gave (not filled with a default): an update of a keyed fact changes only those.
+    given: frozenset[str] = frozenset()
     # Kinds of the secrets replaced by [REDACTED:<kind>] markers before anything was stored.
     redacted: list[str] = field(default_factory=list)
     content_hash: str = ""
@@ -80,6 +84,30 @@ class MergePolicy:
     # Detect corrections ("from now on …", "以后 …") and let them supersede what they correct.
     supersede: bool
     supersede_similarity: float
+
+
+def check_importance(value: Any) -> float:
+    """An importance as given by a caller: a number between 0 and 1."""
+    return _number("importance", value, DEFAULT_IMPORTANCE)
+
+
+def check_content(content: Any) -> str:
+    """A memory's text, normalised; refused when it is not text, empty, too long or binary."""
+    if not isinstance(content, str):
+        raise InvalidInput("content must be text")
+    text = textmod.normalize(content)
+    if not text:
+        raise InvalidInput(
+            "the memory is empty", hint='pass some text, e.g. engram add "deploys go through make release"'
+        )
+    if len(text) > MAX_CONTENT_CHARS:
+        raise InvalidInput(
+            f"the memory is {len(text)} characters long (limit {MAX_CONTENT_CHARS})",
+            hint="store a summary, or split it into several memories",
+        )
+    if "\x00" in text:
+        raise InvalidInput("the memory contains a NUL character", hint="pass text, not binary data")
+    return text
 
 
 def _number(name: str, value: Any, default: float) -> float:
@@ -187,21 +215,8 @@ def prepare(
     # Text that cannot be encoded (a lone surrogate from a JSON escape or a non-UTF-8 argument) is
     # repaired, never fatal: each such character becomes U+FFFD.
     fields = textmod.clean_data(dict(fields))
-    content = fields.get("content")
-    if not isinstance(content, str):
-        raise InvalidInput("content must be text")
-    content = textmod.normalize(content)
-    if not content:
-        raise InvalidInput(
-            "the memory is empty", hint='pass some text, e.g. engram add "deploys go through make release"'
-        )
-    if len(content) > MAX_CONTENT_CHARS:
-        raise InvalidInput(
-            f"the memory is {len(content)} characters long (limit {MAX_CONTENT_CHARS})",
-            hint="store a summary, or split it into several memories",
-        )
-    if "\x00" in content:
-        raise InvalidInput("the memory contains a NUL character", hint="pass text, not binary data")
+    content = check_content(fields.get("content"))
+    key = None if fields.get("key") is None else keysmod.normalize_key(fields["key"])
     mtype = fields.get("type") or DEFAULT_TYPE
     if mtype not in MEMORY_TYPES:
         raise InvalidInput(f"unknown memory type {mtype!r}", hint=f"use one of: {', '.join(MEMORY_TYPES)}")
@@ -216,12 +231,14 @@ def prepare(
         raise InvalidInput(f"metadata is not JSON-serialisable: {exc}") from exc
     session = fields.get("session")
     summary = fields.get("summary")
+    # A keyed fact is what the user states as true: high importance unless told otherwise, so it never fades out.
+    default_importance = HIGH_IMPORTANCE if key is not None else DEFAULT_IMPORTANCE
     item = NewMemory(
         content=content,
         type=mtype,
         namespace=_name("namespace", fields.get("namespace"), namespace),
         agent=_name("agent", fields.get("agent"), agent),
-        importance=_number("importance", fields.get("importance"), DEFAULT_IMPORTANCE),
+        importance=_number("importance", fields.get("importance"), default_importance),
         confidence=_number("confidence", fields.get("confidence"), 1.0),
         created_at=created_at,
         tags=normalize_tags(fields.get("tags")),
@@ -230,6 +247,8 @@ def prepare(
         session=None if session is None else str(session),
         summary=None if summary is None else textmod.normalize(str(summary)) or None,
         supersedes=None if fields.get("supersedes") is None else str(fields["supersedes"]),
+        key=key,
+        given=frozenset(name for name, value in fields.items() if value is not None),
     )
     if not keep_secrets:
         _redact_fields(item, fields.get("tags"), contact)
@@ -250,14 +269,21 @@ class Writer:
     policy: MergePolicy
 
     def _existing(self, item: NewMemory) -> int | None:
-        return self.store.memories.duplicate_of(item.namespace, item.agent, item.content_hash)
+        """The memory ``item`` would only remind of: its exact duplicate, or for a keyed fact the memory
+        already holding the key with this very value."""
+        if item.key is None:
+            return self.store.memories.duplicate_of(item.namespace, item.agent, item.content_hash)
+        pk = self.store.memories.keyed(item.namespace, item.key)
+        if pk is not None and self.store.memories.load(pk, with_sources=False).content_hash == item.content_hash:
+            return pk
+        return None
 
     def write_batch(self, items: Sequence[NewMemory]) -> list[AddResult]:
         """Embed what needs a vector (each distinct text once), then write all in one transaction."""
         need: dict[str, int] = {}
         for item in items:
             if self._existing(item) is None:
-                need.setdefault(passage_text(item.content, item.metadata), len(need))
+                need.setdefault(passage_text(item.content, item.metadata, item.key), len(need))
         texts = list(need)
         matrix = self.embed(texts) if texts else np.zeros((0, self.dim), dtype=np.float32)
         self.store.vectors.ensure(self.model_id, self.dim)
@@ -277,13 +303,15 @@ class Writer:
     def _write_one(self, item: NewMemory, matrix: np.ndarray, rows: dict[str, int]) -> AddResult:
         now = iso_now()
         memories = self.store.memories
+        # Not in the batch: it existed when the batch was embedded and was purged (or changed) since.
+        text = passage_text(item.content, item.metadata, item.key)
+        if item.key is not None:
+            return self._write_keyed(item, lambda: matrix[rows[text]] if text in rows else self.embed([text])[0], now)
         existing = self._existing(item)
         if existing is not None:
             memory = memories.load(existing, with_sources=False)
             self._fold(memory, item, None, similarity=1.0, at=now)
             return AddResult("duplicate", memories.load(existing), similarity=1.0)
-        # Not in the batch: it existed when the batch was embedded and was purged since.
-        text = passage_text(item.content, item.metadata)
         vector = matrix[rows[text]] if text in rows else self.embed([text])[0]
         kept_apart: tuple[str, float, list[str]] | None = None
         replaced: list[tuple[Memory, str]] = []
@@ -298,7 +326,8 @@ class Writer:
                 namespaces=[item.namespace], statuses=["active"], agent=item.agent,
             )  # fmt: skip
             found = memories.load_many([pk for pk, _ in hits])
-            near = [(found[pk], similarity) for pk, similarity in hits if pk in found]
+            # A keyed fact changes only through its key: nothing merges into it or supersedes it by itself.
+            near = [(found[pk], similarity) for pk, similarity in hits if pk in found and found[pk].key is None]
         if self.policy.enabled and not replaced and near:
             newcomer = profile(item.content)  # read once for all the neighbours
             for memory, similarity in near:
@@ -331,6 +360,58 @@ class Writer:
             result.similar_id, result.similarity, result.kept_apart_because = kept_apart
         return result
 
+    def _write_keyed(self, item: NewMemory, vector: Callable[[], np.ndarray], now: str) -> AddResult:
+        """Set a key's value: the memory holding the key is updated in place (its old value goes into an
+        ``edited`` event); one archived by `unset` comes back; otherwise a memory is created.
+
+        A keyed fact never merges into a neighbour and is never superseded by one: it changes through its key.
+        """
+        assert item.key is not None
+        memories = self.store.memories
+        pk = memories.keyed(item.namespace, item.key)
+        if pk is None:
+            pk = memories.dormant_key(item.namespace, item.key)
+        if pk is None:
+            replaced: list[Memory] = []
+            if item.supersedes is not None:
+                replaced.append(memories.load(records.resolve_pk(self.store, item.supersedes), with_sources=False))
+            memory_id = keysmod.derived_id(item.namespace, item.key)
+            if memories.pk_of(memory_id) is not None or self.store.events.tombstoned(memory_id):
+                memory_id = records.new_id()  # moved to another namespace, or purged: a tombstone is forever
+            new_pk, new_id = self._insert(item, vector(), now, memory_id=memory_id)
+            for old in replaced:
+                self._supersede(old, new_id, "explicit --supersedes", now)
+            result = AddResult("created", memories.load(new_pk))
+            result.superseded = [old.id for old in replaced]
+            return result
+        memory = memories.load(pk, with_sources=False)
+        changes: dict[str, Any] = {}
+        if memory.content_hash != item.content_hash or memory.content != item.content:
+            changes["content"] = item.content
+        if memory.status != "active":
+            changes["status"] = "active"
+        if "type" in item.given and item.type != memory.type:
+            changes["type"] = item.type
+        if "importance" in item.given and item.importance != memory.importance:
+            changes["importance"] = item.importance
+        tags = sorted(set(memory.tags) | set(item.tags))
+        if tags != memory.tags:
+            changes["tags"] = tags
+        if not changes:
+            return AddResult("unchanged", memories.load(pk))
+        previous = memory.content
+        if "content" in changes:
+            # The sources that stood for "the current wording" keep the old value; the new one gets its own.
+            self.store.sources.pin_wording(pk, memory.content, replaced=True)
+            self.store.sources.add(pk, item.source, now)
+        apply_changes(
+            self.store, memory, changes, vector=vector() if "content" in changes else None, model_id=self.model_id,
+            at=now, actor=item.source.kind, note=f"set {item.key}",
+        )  # fmt: skip
+        result = AddResult("updated", memories.load(pk))
+        result.previous = previous if "content" in changes else None
+        return result
+
     def _supersede(self, old: Memory, new_id: str, reason: str, at: str) -> None:
         """The old memory stays, inspectable, but leaves normal recall with half its importance."""
         before = {"status": old.status, "importance": old.importance}
@@ -342,14 +423,17 @@ class Writer:
             note=reason, actor="remember",
         )  # fmt: skip
 
-    def _insert(self, item: NewMemory, vector: np.ndarray, now: str) -> tuple[int, str]:
+    def _insert(
+        self, item: NewMemory, vector: np.ndarray, now: str, *, memory_id: str | None = None
+    ) -> tuple[int, str]:
         """Store a new memory with its tags, source, vector and keyword row; returns its pk and id."""
         memory = Memory(
-            pk=0, id=records.new_id(), namespace=item.namespace, agent=item.agent, session=item.session,
+            pk=0, id=memory_id or records.new_id(), namespace=item.namespace, agent=item.agent, session=item.session,
             type=item.type, content=item.content, summary=item.summary, content_hash=item.content_hash,
             embedding_model=self.model_id, importance=item.importance, confidence=item.confidence, decay_score=1.0,
             access_count=0, last_access_at=None, created_at=item.created_at, updated_at=now, status="active",
             version=1, superseded_by=None, consolidated_into=None, metadata=item.metadata, learned_at=now,
+            key=item.key,
         )  # fmt: skip
         pk = self.store.memories.insert(memory)
         self.store.memories.add_tags(pk, item.tags)
@@ -359,12 +443,11 @@ class Writer:
             namespace=item.namespace, status="active", memory_type=item.type, agent=item.agent,
         )  # fmt: skip
         records.reindex(self.store, pk)
-        self.store.events.add(
-            memory.id, "created", now,
-            after={"importance": item.importance, "type": item.type, "namespace": item.namespace,
-                   "agent": item.agent, "source": item.source.kind},
-            actor=item.source.kind,
-        )  # fmt: skip
+        after = {"importance": item.importance, "type": item.type, "namespace": item.namespace,
+                 "agent": item.agent, "source": item.source.kind}  # fmt: skip
+        if item.key is not None:
+            after["key"] = item.key
+        self.store.events.add(memory.id, "created", now, after=after, actor=item.source.kind)
         return pk, memory.id
 
     def _fold(
@@ -491,3 +574,74 @@ def rewrite(
     records.reindex(store, memory.pk)
     store.events.add(memory.id, "updated", at, before=before, after={"content": content}, note=note, actor=actor)
     return True
+
+
+# What apply_changes may change, and how each is recorded in the ``edited`` event.
+EDITABLE = ("content", "importance", "type", "tags", "namespace", "status")
+
+
+def apply_changes(
+    store: Store,
+    memory: Memory,
+    changes: Mapping[str, Any],
+    *,
+    vector: np.ndarray | None,
+    model_id: str,
+    at: str,
+    actor: str,
+    note: str,
+) -> None:
+    """Change a memory in place, inside the caller's transaction, with one ``edited`` event of before and after.
+
+    ``changes`` holds new values of EDITABLE fields (``tags``: the whole new list). New text needs its
+    ``vector`` (made by ``model_id`` from the new passage); a move to another namespace carries the
+    vector over, because vec0 cannot change a row's partition. Callers check beforehand that the
+    change makes no exact duplicate and takes no key another active memory holds.
+    """
+    unknown = set(changes) - set(EDITABLE)
+    if unknown:
+        raise ValueError(f"not an editable field: {', '.join(sorted(unknown))}")
+    before = {name: (list(memory.tags) if name == "tags" else getattr(memory, name)) for name in changes}
+    columns: dict[str, Any] = {}
+    if "content" in changes:
+        columns.update(content=changes["content"], content_hash=textmod.content_hash(changes["content"]))
+    for name, column in (("importance", "importance"), ("type", "memory_type"), ("status", "status")):
+        if name in changes:
+            columns[column] = changes[name]
+    old_model = memory.embedding_model
+    if vector is not None:
+        columns["embedding_model"] = model_id
+    elif "namespace" in changes and old_model:
+        vector = store.vectors.get(old_model, [memory.pk]).get(memory.pk)
+        model_id = old_model
+    if "status" in changes and changes["status"] == "active":
+        columns["superseded_by"] = None  # back in use: no longer replaced by anything
+    if columns:
+        store.memories.update(memory, at, **columns)
+    else:
+        store.memories.bump(memory, at)  # only tags or the namespace changed: still a new version
+    if "namespace" in changes:
+        store.memories.move(memory, changes["namespace"])
+    for name in ("content", "importance", "type", "namespace", "status"):
+        if name in changes:
+            setattr(memory, name, changes[name])
+    if vector is not None:
+        if old_model and old_model != model_id:
+            store.vectors.delete(old_model, memory.pk)
+        store.vectors.put(
+            model_id, memory.pk, vector,
+            namespace=memory.namespace, status=memory.status, memory_type=memory.type, agent=memory.agent,
+        )  # fmt: skip
+        memory.embedding_model = model_id
+    elif memory.embedding_model:
+        if "status" in changes:
+            store.vectors.set_status(memory.embedding_model, memory.pk, memory.status)
+        if "type" in changes:
+            store.vectors.set_type(memory.embedding_model, memory.pk, memory.type)
+    if "tags" in changes:
+        store.memories.set_tags(memory.pk, changes["tags"])
+        memory.tags = list(changes["tags"])
+    if "content" in changes or "tags" in changes:
+        records.reindex(store, memory.pk)
+    after = {name: (list(value) if name == "tags" else value) for name, value in changes.items()}
+    store.events.add(memory.id, "edited", at, before=before, after=after, note=note, actor=actor)

@@ -29,7 +29,7 @@ from engram_cli.errors import ModelError
 from engram_cli.lang import redact as redactmod
 from engram_cli.lang import text as textmod
 from engram_cli.memory import records
-from engram_cli.memory.model import Memory, passage_text
+from engram_cli.memory.model import Memory
 from engram_cli.memory.remember import chunked
 from engram_cli.store.codec import dumps
 from engram_cli.store.db import Store
@@ -213,12 +213,12 @@ class Repairer:
                     kinds.extend(found_kinds)
                     fields.append(place)
             # What the fold below and the vector read: the redacted values.
-            old_passage = passage_text(memory.content, memory.metadata)
+            old_passage = memory.passage
             memory.tags = memories.tags_of(pk)
             if "metadata" in changes:
                 memory.metadata = changes["metadata"]
             twin = None
-            if content is not None:
+            if content is not None and memory.key is None:  # a keyed fact is identified by its key
                 twin = memories.duplicate_of(memory.namespace, memory.agent, changes["content_hash"], other_than=pk)
             if content is not None and twin is not None:
                 # Redacted, it reads exactly like another memory: fold it into that one.
@@ -233,7 +233,7 @@ class Repairer:
             records.reindex(self.store, pk)
             if content is not None:
                 memory.content = content
-            text = passage_text(memory.content, memory.metadata)
+            text = memory.passage
             if text != old_passage:  # the vector is made from the text and the metadata's context
                 model_id, embed, dim = self.model_for(memory.embedding_model)
                 self.put_vector(memory, np.asarray(embed([text]), dtype=np.float32)[0], model_id, dim)
@@ -346,8 +346,12 @@ class Repairer:
             before=before, after={k: changes[k] for k in ("importance", "access_count")},
             note=f"{duplicate.id[:8]} folded in by audit: {why}", actor="audit",
         )  # fmt: skip
+        # A tombstone that keeps the text (it lives on in the survivor): another database that
+        # imports it folds its own copy the same way instead of purging it.
+        tombstone = {"version": duplicate.version + 1, "hard": False, "into": survivor.id,
+                     "namespace": duplicate.namespace}  # fmt: skip
         self.store.events.add(
-            duplicate.id, "deleted", self.at,
+            duplicate.id, "deleted", self.at, after=tombstone,
             note=f"merged into {survivor.id} by audit: {why}", actor="audit",
         )  # fmt: skip
 
@@ -389,7 +393,7 @@ class Repairer:
                 by_model[self.model_for(memory.embedding_model)[0]].append(memory)
             for batch in by_model.values():
                 model_id, embed, dim = self.model_for(batch[0].embedding_model)
-                matrix = np.asarray(embed([passage_text(m.content, m.metadata) for m in batch]), dtype=np.float32)
+                matrix = np.asarray(embed([m.passage for m in batch]), dtype=np.float32)
                 with self.store.write():
                     for memory, vector in zip(batch, matrix, strict=True):
                         current = self.store.memories.load_many([memory.pk]).get(memory.pk)

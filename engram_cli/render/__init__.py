@@ -5,7 +5,8 @@ With ``json=True`` a result is one JSON document on stdout, its form given by
 for a person (results on stdout, remarks on stderr). Errors, notes and progress bars go to stderr
 (``console``); export's JSON Lines and the error envelope are in ``json``.
 
-Each module holds one family: ``memories`` (add, list, inspect, history, forget, touch, import),
+Each module holds one family: ``memories`` (add, edit, list, inspect, history, forget, touch, import),
+``keys`` (get, keys, unset),
 ``recall`` (table, cards, Markdown, a session's context), ``maintenance`` (decay, compact, reembed,
 recover), ``audit``, ``ingest``, ``evaluation``, ``system`` (models, doctor, config), ``hooks``.
 """
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from engram_cli.render import audit, console, evaluation, hooks, ingest, maintenance, memories, recall, system
+from engram_cli.render import audit, console, evaluation, hooks, ingest, keys, maintenance, memories, recall, system
 from engram_cli.render import json as json_output
 from engram_cli.render.console import (
     config_warnings,
@@ -61,6 +62,10 @@ class _Shown:
 # SQLite) for commands that never open a store; tests/test_render.py checks that each name exists.
 _SHOWN: dict[str, _Shown] = {
     "engram_cli.memory.model.AddResult": _Shown(memories.added),
+    "engram_cli.memory.edit.EditResult": _Shown(memories.edited),
+    "engram_cli.memory.keys.KeyValue": _Shown(keys.value),
+    "engram_cli.memory.keys.KeyListing": _Shown(keys.listing),
+    "engram_cli.memory.keys.KeyUnset": _Shown(keys.unset),
     "engram_cli.api.results.Recalled": _Shown(recall.recalled, remarks=recall.read_only),
     "engram_cli.api.results.Page": _Shown(memories.page, remarks=memories.more),
     "engram_cli.api.results.Inspection": _Shown(memories.inspection),

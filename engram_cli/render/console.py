@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from engram_cli.errors import EngramError
+    from engram_cli.memory.model import Memory
 
 
 @functools.cache
@@ -113,3 +114,8 @@ def short(memory_id: str) -> str:
 def clip(text: str, width: int = 80) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def shown_text(memory: Memory) -> str:
+    """A memory's text in a table: a keyed fact's value after its key (``user:tz = Europe/Berlin``)."""
+    return f"{memory.key} = {memory.content}" if memory.key else memory.content

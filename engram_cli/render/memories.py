@@ -1,14 +1,15 @@
-"""Memories one by one: what add did, pages of list, inspect, history, forget, touch and import."""
+"""Memories one by one: what add and edit did, pages of list, inspect, history, forget, touch and import."""
 
 from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING
 
-from engram_cli.render.console import clip, console, escape, note, out, short
+from engram_cli.render.console import clip, console, escape, note, out, short, shown_text
 
 if TYPE_CHECKING:
     from engram_cli.api.results import Forgotten, History, Inspection, NamespaceListing, Page, Touched
+    from engram_cli.memory.edit import EditResult
     from engram_cli.memory.model import AddResult, Event
     from engram_cli.memory.transfer import ImportReport
 
@@ -29,6 +30,13 @@ def added(result: AddResult) -> None:
         )
     elif result.action == "duplicate":
         note(f"already remembered as {short(result.id)}; counted as a reminder")
+    elif result.action == "updated":
+        was = f" (was: {clip(result.previous, 60)})" if result.previous is not None else ""
+        note(f"updated {result.memory.key} in place in {result.memory.namespace}{was}")
+    elif result.action == "unchanged":
+        note(f"{result.memory.key} already has this value in {result.memory.namespace}")
+    elif result.memory.key is not None:
+        note(f"set {result.memory.key} in {result.memory.namespace}")
     for old in result.superseded:
         note(f"supersedes memory {short(old)}: it leaves recall (still inspectable) with half its importance")
     if result.action == "created" and result.similar_id and not result.superseded:
@@ -36,6 +44,18 @@ def added(result: AddResult) -> None:
             f"similar to memory {short(result.similar_id)} (cosine {result.similarity:.3f}) but kept apart: "
             + "; ".join(result.kept_apart_because or [])
         )
+
+
+def edited(result: EditResult) -> None:
+    """The id on stdout; which fields changed on stderr."""
+    out(result.memory.id)
+    if result.redacted:
+        kinds = ", ".join(sorted(set(result.redacted)))
+        note(f"redacted {len(result.redacted)} secret(s) ({kinds}); --keep-secrets stores the text as given")
+    if result.changed:
+        note(f"edited {', '.join(result.changed)} (version {result.memory.version})")
+    else:
+        note("nothing changed: it already was so")
 
 
 def more(page: Page) -> None:
@@ -61,7 +81,7 @@ def page(shown: Page) -> None:
     for m in shown.memories:
         table.add_row(
             short(m.id), m.created_at[:16].replace("T", " "), m.type, m.namespace, m.status,
-            f"{m.importance:.2f}", clip(m.content, 90),
+            f"{m.importance:.2f}", clip(shown_text(m), 90),
         )  # fmt: skip
     console().print(table)
 
@@ -102,6 +122,8 @@ def inspection(shown: Inspection) -> None:
     ]  # fmt: skip
     if memory.summary:
         fields.insert(0, ("summary", memory.summary))
+    if memory.key:
+        fields.insert(0, ("key", memory.key))
     if memory.superseded_by:
         fields.append(("superseded by", memory.superseded_by))
     if memory.consolidated_into:
@@ -161,9 +183,11 @@ def touched(shown: Touched) -> None:
 
 def imported(report: ImportReport) -> None:
     redacted = f", secrets redacted in {report.redacted}" if report.redacted else ""
+    merged = f", updated {report.updated}" if report.updated else ""
+    purged = f", purged {report.purged}" if report.purged else ""
     out(
-        f"imported {report.imported}, already present {report.skipped_existing}, bad lines {len(report.errors)}"
-        f"{redacted}"
+        f"imported {report.imported}{merged}, already present {report.skipped_existing}{purged}, "
+        f"bad lines {len(report.errors)}{redacted}"
     )
     for error in report.errors:
         note(f"line {error['line']}: {error['error']}")

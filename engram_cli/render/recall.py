@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engram_cli.lang.text import estimate_tokens
-from engram_cli.render.console import clip, console, escape, note, out, short
+from engram_cli.render.console import clip, console, escape, note, out, short, shown_text
 
 if TYPE_CHECKING:
     from engram_cli.api.results import Recalled, SessionContext
@@ -27,8 +27,10 @@ def where(hit: Hit) -> str:
 
 
 def card_block(memory: Memory, scope: str | None = None) -> str:
+    # A keyed fact's text is only its value: the key says what it is the value of.
+    key = f"[key: {memory.key}]" if memory.key else ""
     head = (
-        f"[memory #{short(memory.id)}][type: {memory.type}][importance: {memory.importance:.2g}]"
+        f"[memory #{short(memory.id)}]{key}[type: {memory.type}][importance: {memory.importance:.2g}]"
         f"[accessed: {memory.access_count}]"
     )
     if scope in ("project", "global"):
@@ -93,7 +95,7 @@ def recalled(result: Recalled, *, fmt: str = "table", explain: bool = False, bud
     for hit in hits:
         m = hit.memory
         table.add_row(
-            short(m.id), f"{hit.score:.3f}", escape(where(hit)), m.type, f"{m.importance:.2f}", clip(m.content, 100)
+            short(m.id), f"{hit.score:.3f}", escape(where(hit)), m.type, f"{m.importance:.2f}", clip(shown_text(m), 100)
         )
     console().print(table)
     if explain:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import shlex
@@ -89,14 +90,21 @@ def _prepare_file(path: Path, create_dirs: bool) -> None:
     os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
 
 
+def _vec_path() -> str:
+    """Where the sqlite-vec extension is, found without importing the package: its ``__init__``
+    imports numpy, which `engram get` (an exact lookup) must not pay for. Same path as
+    ``sqlite_vec.loadable_path()``: the ``vec0`` library beside the package's ``__init__``."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or spec.origin is None:  # pragma: no cover - a broken install
+        raise StoreError("the sqlite-vec package is not installed", hint="pip install sqlite-vec")
+    return os.path.join(os.path.dirname(spec.origin), "vec0")
+
+
 def _load_vec(conn: apsw.Connection) -> None:
-    try:
-        import sqlite_vec
-    except ImportError as exc:  # pragma: no cover - a broken install
-        raise StoreError("the sqlite-vec package is not installed", hint="pip install sqlite-vec") from exc
+    path = _vec_path()
     try:
         conn.enable_load_extension(True)
-        conn.load_extension(sqlite_vec.loadable_path())
+        conn.load_extension(path)
         conn.enable_load_extension(False)
     except apsw.Error as exc:
         raise StoreError(

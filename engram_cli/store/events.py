@@ -106,6 +106,35 @@ class Events:
         """Replace an event's values (JSON text, as StoredEvent holds them) and note."""
         self.store.execute("UPDATE events SET before = ?, after = ?, note = ? WHERE pk = ?", (before, after, note, pk))
 
+    def has(self, memory_id: str, kind: str, at: str, note: str | None) -> bool:
+        """Whether the memory's history already holds an event of this kind, time and note."""
+        row = self.store.one(
+            "SELECT 1 FROM events WHERE memory_id = ? AND kind = ? AND at = ? AND note IS ?",
+            (memory_id, kind, at, note),
+        )
+        return row is not None
+
+    def tombstoned(self, memory_id: str) -> bool:
+        """Whether the memory was removed here (it has a ``deleted`` event and no row)."""
+        row = self.store.one(
+            "SELECT 1 FROM events e WHERE e.kind = 'deleted' AND e.memory_id = ? "
+            "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = e.memory_id)",
+            (memory_id,),
+        )
+        return row is not None
+
+    def tombstones(self, memory_id: str | None = None) -> list[Event]:
+        """The ``deleted`` events of memories that have no row (of one memory, when given), oldest first."""
+        sql = (
+            f"SELECT {_COLUMNS} FROM events e WHERE e.kind = 'deleted' "
+            "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = e.memory_id)"
+        )
+        params: tuple[Any, ...] = ()
+        if memory_id is not None:
+            sql += " AND e.memory_id = ?"
+            params = (memory_id,)
+        return [_event(r) for r in self.store.rows(sql + " ORDER BY e.memory_id, e.at, e.pk", params)]
+
     def blank_payloads(self, memory_id: str) -> None:
         """A memory's history keeps its kinds and times but no values (they may quote its text)."""
         self.store.execute("UPDATE events SET before = NULL, after = NULL WHERE memory_id = ?", (memory_id,))

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 _COLUMNS = (
     "pk, id, namespace, agent_id, session_id, memory_type, content, summary, content_hash, "
     "embedding_model, importance, confidence, decay_score, access_count, last_access_at, "
-    "created_at, updated_at, status, version, superseded_by, consolidated_into, metadata, learned_at"
+    "created_at, updated_at, status, version, superseded_by, consolidated_into, metadata, learned_at, mkey"
 )
 # What update() may change: everything but the row's identity and the columns update() keeps itself.
 UPDATABLE = frozenset(
@@ -63,6 +63,7 @@ def _memory(row: Sequence[Any]) -> Memory:
         consolidated_into=row[20],
         metadata=json.loads(row[21]) if row[21] else {},
         learned_at=row[22] or row[15],  # NULL only in rows copied by `recover` from an older schema
+        key=row[23],
     )
 
 
@@ -86,6 +87,7 @@ class MemoryRow(NamedTuple):
     superseded_by: str | None
     version: int
     learned_at: str
+    key: str | None  # a keyed fact's key
     marked: bool  # the metadata key scan() was asked about is there
 
     @property
@@ -97,13 +99,13 @@ class MemoryRow(NamedTuple):
 def _memory_row(r: Sequence[Any]) -> MemoryRow:
     return MemoryRow(
         int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5]), str(r[6]), r[7], float(r[8]), float(r[9]),
-        float(r[10]), int(r[11]), r[12], str(r[13]), r[14], int(r[15]), str(r[16] or r[13]), bool(r[17]),
+        float(r[10]), int(r[11]), r[12], str(r[13]), r[14], int(r[15]), str(r[16] or r[13]), r[17], bool(r[18]),
     )  # fmt: skip
 
 
 _ROW_COLUMNS = (
     "pk, id, namespace, agent_id, memory_type, status, content, embedding_model, importance, confidence, "
-    "decay_score, access_count, last_access_at, created_at, superseded_by, version, learned_at"
+    "decay_score, access_count, last_access_at, created_at, superseded_by, version, learned_at, mkey"
 )
 
 
@@ -114,6 +116,7 @@ class IndexParts(NamedTuple):
     summary: str | None
     supplements: list[str]  # sources' own texts (a near duplicate's words, a consolidated episode)
     tags: list[str]
+    key: str | None
 
 
 class Memories:
@@ -162,26 +165,61 @@ class Memories:
     def duplicate_of(
         self, namespace: str, agent: str, content_hash: str, *, other_than: int | None = None
     ) -> int | None:
-        """The pk of the memory of ``namespace`` and ``agent`` whose text has this hash (apart from ``other_than``)."""
+        """The pk of the unkeyed memory of ``namespace`` and ``agent`` whose text has this hash (apart from
+        ``other_than``). A keyed fact is identified by its key, not its text: two keys may hold one value."""
         if other_than is None:
             value = self.store.scalar(
-                "SELECT pk FROM memories WHERE namespace = ? AND agent_id = ? AND content_hash = ?",
+                "SELECT pk FROM memories WHERE namespace = ? AND agent_id = ? AND content_hash = ? AND mkey IS NULL",
                 (namespace, agent, content_hash),
             )
         else:
             value = self.store.scalar(
-                "SELECT pk FROM memories WHERE namespace = ? AND agent_id = ? AND content_hash = ? AND pk != ?",
+                "SELECT pk FROM memories WHERE namespace = ? AND agent_id = ? AND content_hash = ? AND mkey IS NULL "
+                "AND pk != ?",
                 (namespace, agent, content_hash, other_than),
             )
         return None if value is None else int(value)
 
     def known(self, memory_id: str, namespace: str, agent: str, content_hash: str) -> bool:
-        """Whether a memory has this id, or this text in this namespace and agent."""
+        """Whether a memory has this id, or this text in this namespace and agent (unkeyed)."""
         row = self.store.one(
-            "SELECT 1 FROM memories WHERE id = ? OR (namespace = ? AND agent_id = ? AND content_hash = ?)",
+            "SELECT 1 FROM memories WHERE id = ? "
+            "OR (namespace = ? AND agent_id = ? AND content_hash = ? AND mkey IS NULL)",
             (memory_id, namespace, agent, content_hash),
         )
         return row is not None
+
+    # -- keyed facts -----------------------------------------------------------------------
+
+    def keyed(self, namespace: str, key: str) -> int | None:
+        """The pk of the active memory of ``namespace`` holding ``key``."""
+        value = self.store.scalar(
+            "SELECT pk FROM memories WHERE namespace = ? AND mkey = ? AND status = 'active'", (namespace, key)
+        )
+        return None if value is None else int(value)
+
+    def dormant_key(self, namespace: str, key: str) -> int | None:
+        """The pk of the memory of ``namespace`` that held ``key`` last, when none holds it now (unset, superseded)."""
+        value = self.store.scalar(
+            "SELECT pk FROM memories WHERE namespace = ? AND mkey = ? AND status != 'active' "
+            "ORDER BY updated_at DESC, pk DESC LIMIT 1",
+            (namespace, key),
+        )
+        return None if value is None else int(value)
+
+    def keyed_rows(self, namespaces: Sequence[str] | None, prefix: str = "") -> list[tuple[int, str, str]]:
+        """(pk, namespace, key) of the active keyed memories of ``namespaces`` (all when None) whose key
+        starts with ``prefix``, by key."""
+        sql = "SELECT pk, namespace, mkey FROM memories WHERE mkey IS NOT NULL AND status = 'active'"
+        params: list[Any] = []
+        if prefix:
+            sql += " AND mkey >= ? AND mkey < ?"
+            params.extend([prefix, prefix + "\uffff"])
+        if namespaces is not None:
+            sql += f" AND namespace IN ({marks(namespaces)})"
+            params.extend(namespaces)
+        rows = self.store.rows(sql + " ORDER BY mkey, namespace", params)
+        return [(int(pk), str(ns), str(key)) for pk, ns, key in rows]
 
     def consolidated_into(self, memory_id: str) -> list[int]:
         """The memories consolidated into this one, in pk order."""
@@ -240,10 +278,10 @@ class Memories:
 
     def index_parts(self, pk: int) -> IndexParts | None:
         """What the keyword row of a memory is made from; None when the memory is gone."""
-        row = self.store.one("SELECT content, summary FROM memories WHERE pk = ?", (pk,))
+        row = self.store.one("SELECT content, summary, mkey FROM memories WHERE pk = ?", (pk,))
         if row is None:
             return None
-        return IndexParts(str(row[0]), row[1], self.sources.supplements(pk), self.tags_of(pk))
+        return IndexParts(str(row[0]), row[1], self.sources.supplements(pk), self.tags_of(pk), row[2])
 
     # -- tags ------------------------------------------------------------------------------
 
@@ -265,18 +303,42 @@ class Memories:
         self.store.execute(
             "INSERT INTO memories (id, namespace, agent_id, session_id, memory_type, content, summary, content_hash, "
             "embedding_model, importance, confidence, decay_score, access_count, last_access_at, created_at, "
-            "updated_at, status, version, superseded_by, consolidated_into, metadata, learned_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "updated_at, status, version, superseded_by, consolidated_into, metadata, learned_at, mkey) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 memory.id, memory.namespace, memory.agent, memory.session, memory.type, memory.content,
                 memory.summary, memory.content_hash, memory.embedding_model, memory.importance, memory.confidence,
                 memory.decay_score, memory.access_count, memory.last_access_at, memory.created_at, memory.updated_at,
                 memory.status, memory.version, memory.superseded_by, memory.consolidated_into, dumps(memory.metadata),
-                memory.learned_at,
+                memory.learned_at, memory.key,
             ),
         )  # fmt: skip
         memory.pk = int(self.store.conn.last_insert_rowid())
         return memory.pk
+
+    def overwrite(self, memory: Memory) -> None:
+        """Make the row of ``memory.pk`` exactly ``memory``: every column, its version and times included.
+
+        For a newer copy of a memory from another database (import); links are set apart, with ``link``.
+        """
+        self.store.execute(
+            "UPDATE memories SET namespace = ?, agent_id = ?, session_id = ?, memory_type = ?, content = ?, "
+            "summary = ?, content_hash = ?, embedding_model = ?, importance = ?, confidence = ?, decay_score = ?, "
+            "access_count = ?, last_access_at = ?, created_at = ?, updated_at = ?, status = ?, version = ?, "
+            "metadata = ?, mkey = ?, learned_at = ? WHERE pk = ?",
+            (
+                memory.namespace, memory.agent, memory.session, memory.type, memory.content, memory.summary,
+                memory.content_hash, memory.embedding_model, memory.importance, memory.confidence,
+                memory.decay_score, memory.access_count, memory.last_access_at, memory.created_at,
+                memory.updated_at, memory.status, memory.version, dumps(memory.metadata), memory.key,
+                memory.learned_at, memory.pk,
+            ),
+        )  # fmt: skip
+
+    def set_tags(self, pk: int, tags: Iterable[str]) -> None:
+        """A memory's tags become exactly ``tags``."""
+        self.store.execute("DELETE FROM tags WHERE memory_pk = ?", (pk,))
+        self.add_tags(pk, tags)
 
     def update(self, memory: Memory, at: str, **columns: Any) -> None:
         """Change columns of one memory if nobody else changed it since it was read.
@@ -295,6 +357,26 @@ class Memories:
         self.store.execute(
             f"UPDATE memories SET {sets}, updated_at = ?, version = version + 1 WHERE pk = ? AND version = ?",
             [*columns.values(), at, memory.pk, memory.version],
+        )
+        if self.store.conn.changes() != 1:
+            raise ConflictError(f"memory {memory.id[:8]} was changed by another writer", hint="run the command again")
+        memory.version += 1
+        memory.updated_at = at
+
+    def move(self, memory: Memory, namespace: str) -> None:
+        """Put a memory in another namespace, as part of a change update() or bump() records (which count the version).
+
+        Apart from update() because the namespace is the row's scope: its vector's partition must move
+        with it (``vectors.put``), which the caller does in the same transaction.
+        """
+        self.store.execute("UPDATE memories SET namespace = ? WHERE pk = ?", (namespace, memory.pk))
+        memory.namespace = namespace
+
+    def bump(self, memory: Memory, at: str) -> None:
+        """Count a change update() does not make (tags, the namespace) as a new version, with the same lock."""
+        self.store.execute(
+            "UPDATE memories SET updated_at = ?, version = version + 1 WHERE pk = ? AND version = ?",
+            (at, memory.pk, memory.version),
         )
         if self.store.conn.changes() != 1:
             raise ConflictError(f"memory {memory.id[:8]} was changed by another writer", hint="run the command again")
@@ -344,6 +426,22 @@ class Memories:
         for column in ("superseded_by", "consolidated_into"):
             self.store.execute(f"UPDATE memories SET {column} = ? WHERE {column} = ?", (new_id, old_id))
 
+    def linked_to(self, memory_id: str) -> list[tuple[str, str]]:
+        """(id, link column) of the memories whose superseded_by or consolidated_into is ``memory_id``."""
+        out: list[tuple[str, str]] = []
+        for column in ("superseded_by", "consolidated_into"):
+            rows = self.store.rows(f"SELECT id FROM memories WHERE {column} = ? ORDER BY id", (memory_id,))
+            out.extend((str(r[0]), column) for r in rows)
+        return out
+
+    def set_link(self, memory_id: str, column: str, target: str | None) -> None:
+        """Point one link of a memory at ``target`` (nothing when it does not exist)."""
+        if column not in ("superseded_by", "consolidated_into"):
+            raise ValueError(f"{column} is not a link")
+        self.store.execute(
+            f"UPDATE memories SET {column} = (SELECT id FROM memories WHERE id = ?) WHERE id = ?", (target, memory_id)
+        )
+
     def clear_dangling_links(self) -> int:
         """Links to memories that are not there become NULL; returns how many were cleared."""
         cleared = 0
@@ -374,13 +472,14 @@ class Memories:
         filters: Filters,
         *,
         model: str | None = None,
-        order: Literal["newest", "pk"] | None = None,
+        order: Literal["newest", "oldest", "pk"] | None = None,
         limit: int | None = None,
         offset: int = 0,
     ) -> list[int]:
         """The pks of the memories that pass ``filters`` (and have vectors of ``model``).
 
-        Newest first, by pk, or in no particular order; ``limit`` and ``offset`` page through them.
+        Newest first, oldest first (by creation, then id: the same order in every database that holds
+        them), by pk, or in no particular order; ``limit`` and ``offset`` page through them.
         """
         clause, params = where(filters)
         sql = f"SELECT m.pk FROM memories m WHERE {clause}"
@@ -389,6 +488,8 @@ class Memories:
             params.append(model)
         if order == "newest":
             sql += " ORDER BY m.created_at DESC, m.pk DESC"
+        elif order == "oldest":
+            sql += " ORDER BY m.created_at, m.id"
         elif order == "pk":
             sql += " ORDER BY m.pk"
         if limit is not None:

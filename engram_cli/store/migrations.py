@@ -301,8 +301,45 @@ def _reindex(conn: apsw.Connection, pk: int) -> None:
     conn.execute("INSERT INTO memory_fts (rowid, terms) VALUES (?, ?)", (pk, terms))
 
 
+def _m0004_keys_and_edits(conn: apsw.Connection) -> None:
+    # `engram edit` records an `edited` event, and SQLite cannot change a CHECK constraint in
+    # place: the events table is rebuilt with the new kind allowed (same columns, same pks).
+    conn.execute(
+        """
+        CREATE TABLE events_new (
+            pk         INTEGER PRIMARY KEY,
+            memory_id  TEXT NOT NULL,
+            kind       TEXT NOT NULL CHECK (kind IN ('created', 'merged', 'updated', 'accessed',
+                       'superseded', 'decayed', 'archived', 'restored', 'deleted', 'reembedded', 'edited')),
+            at         TEXT NOT NULL,
+            actor      TEXT,
+            before     TEXT CHECK (before IS NULL OR json_valid(before)),
+            after      TEXT CHECK (after IS NULL OR json_valid(after)),
+            note       TEXT
+        );
+        INSERT INTO events_new (pk, memory_id, kind, at, actor, before, after, note)
+            SELECT pk, memory_id, kind, at, actor, before, after, note FROM events;
+        DROP TABLE events;
+        ALTER TABLE events_new RENAME TO events;
+        CREATE INDEX events_by_memory ON events (memory_id, pk);
+        CREATE INDEX events_by_time ON events (at);
+        -- Tombstones (the `deleted` events of memories that are gone) are looked up by import and export.
+        CREATE INDEX events_by_kind ON events (kind, memory_id);
+
+        -- A keyed fact (`engram set user:tz Europe/Berlin`): one active memory per namespace and key.
+        ALTER TABLE memories ADD COLUMN mkey TEXT;
+        CREATE UNIQUE INDEX memories_key ON memories (namespace, mkey) WHERE status = 'active' AND mkey IS NOT NULL;
+        -- Two keys may hold the same value ("vim" for user:editor and team:editor): only unkeyed
+        -- memories are identified by their text.
+        DROP INDEX memories_identity;
+        CREATE UNIQUE INDEX memories_identity ON memories (namespace, agent_id, content_hash) WHERE mkey IS NULL;
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "initial schema", _m0001_initial),
     Migration(2, "ingest cursors, sessions and items", _m0002_ingest),
     Migration(3, "scopes and learned time", _m0003_scopes_and_learned_time),
+    Migration(4, "keyed facts and edits", _m0004_keys_and_edits),
 ]

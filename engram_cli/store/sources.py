@@ -2,7 +2,9 @@
 
 A source whose content is NULL stands for the memory's own wording at the time; one with
 content is a supplement: words the memory carries besides its own (a near duplicate folded
-into it, an episode compact consolidated). Nothing here commits.
+into it, an episode compact consolidated). A wording that an edit or a key's new value
+replaced is kept for provenance, marked ``REPLACED`` in its metadata, and is no supplement:
+the memory no longer says it. Nothing here commits.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ if TYPE_CHECKING:
     from engram_cli.store.database import Database
 
 _COLUMNS = "kind, ref, message_id, session_id, content, metadata, created_at"
+# The metadata flag of a source whose wording was corrected away (edit, a key's new value).
+REPLACED = "replaced"
+_SEARCHABLE = f"coalesce(json_extract(metadata, '$.{REPLACED}'), 0) = 0"
 
 
 def _source(r: Sequence[Any]) -> Source:
@@ -66,11 +71,14 @@ class Sources:
         """The texts a memory carries besides its own (of one kind of source, if given), oldest first."""
         if kind is None:
             rows = self.store.rows(
-                "SELECT content FROM sources WHERE memory_pk = ? AND content IS NOT NULL ORDER BY pk", (pk,)
+                f"SELECT content FROM sources WHERE memory_pk = ? AND content IS NOT NULL AND {_SEARCHABLE} "
+                "ORDER BY pk",
+                (pk,),
             )
         else:
             rows = self.store.rows(
-                "SELECT content FROM sources WHERE memory_pk = ? AND kind = ? AND content IS NOT NULL ORDER BY pk",
+                f"SELECT content FROM sources WHERE memory_pk = ? AND kind = ? AND content IS NOT NULL "
+                f"AND {_SEARCHABLE} ORDER BY pk",
                 (pk, kind),
             )
         return [str(r[0]) for r in rows]
@@ -83,9 +91,25 @@ class Sources:
         )
         return row is not None
 
-    def pin_wording(self, pk: int, wording: str) -> None:
-        """Sources that stood for the memory's own wording hold ``wording`` from now on (it is about to change)."""
-        self.store.execute("UPDATE sources SET content = ? WHERE memory_pk = ? AND content IS NULL", (wording, pk))
+    def replace(self, pk: int, sources: Sequence[Source]) -> None:
+        """A memory's sources become exactly ``sources`` (each keeps its own time)."""
+        self.store.execute("DELETE FROM sources WHERE memory_pk = ?", (pk,))
+        for source in sources:
+            self.add(pk, source, source.created_at or "")
+
+    def pin_wording(self, pk: int, wording: str, *, replaced: bool = False) -> None:
+        """Sources that stood for the memory's own wording hold ``wording`` from now on (it is about to change).
+
+        ``replaced``: the new wording corrects the old one (an edit), so the old words stop being found.
+        """
+        if replaced:
+            self.store.execute(
+                f"UPDATE sources SET content = ?, metadata = json_set(metadata, '$.{REPLACED}', json('true')) "
+                "WHERE memory_pk = ? AND content IS NULL",
+                (wording, pk),
+            )
+        else:
+            self.store.execute("UPDATE sources SET content = ? WHERE memory_pk = ? AND content IS NULL", (wording, pk))
 
     def move(self, from_pk: int, to_pk: int) -> None:
         """Every source of one memory becomes another's."""

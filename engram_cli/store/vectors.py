@@ -15,13 +15,13 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from engram_cli.errors import ModelError
 from engram_cli.store.sql import chunks, marks
 from engram_cli.timeutil import iso_now
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from engram_cli.store.database import Database
 
 MAX_KNN = 4096  # sqlite-vec refuses larger k
@@ -38,11 +38,19 @@ def _in(column: str, values: Sequence[str], params: list[Any]) -> str:
     return f"{column} IN ({marks(values)})"
 
 
+# numpy is imported where vectors are read or written, not with the store: `engram get` opens the
+# store for an exact lookup and must not pay for numpy.
+
+
 def _vector(blob: bytes) -> np.ndarray:
+    import numpy as np
+
     return np.frombuffer(blob, dtype=np.float32)
 
 
 def _blob(vector: np.ndarray) -> bytes:
+    import numpy as np
+
     return np.asarray(vector, dtype=np.float32).tobytes()
 
 
@@ -227,6 +235,8 @@ class Vectors:
 
     def similarities(self, model_id: str, query: np.ndarray, pks: Sequence[int]) -> list[tuple[int, float]]:
         """Exact cosine for a given set of rows (used when filters are too narrow for KNN), best first."""
+        import numpy as np
+
         q = np.asarray(query, dtype=np.float32)
         found = self.get(model_id, pks)
         return sorted(((pk, float(np.dot(v, q))) for pk, v in found.items()), key=lambda h: -h[1])

@@ -102,7 +102,8 @@ def _similar_pairs(store: Store, rows: list[MemoryRow], settings: AuditSettings,
     models = {model_id for model_id, _ in store.vectors.in_use()}
     groups: dict[tuple[str, str], list[MemoryRow]] = defaultdict(list)
     for row in rows:
-        if row.status == "active" and row.model in models:
+        # A keyed fact changes only through its key (`engram set`): two keys may hold one value on purpose.
+        if row.status == "active" and row.model in models and row.key is None:
             groups[(row.namespace, row.model)].append(row)
     profiles: dict[int, Profile] = {}
 

@@ -50,9 +50,11 @@ NOT_SCANNED: dict[str, dict[str, str]] = {
         "memory_type": "one of four types (CHECK constraint)", "status": "one of three statuses (CHECK constraint)",
         "content_hash": _HASH, "embedding_model": _MODEL,
         "last_access_at": _TIME, "created_at": _TIME, "updated_at": _TIME, "learned_at": _TIME,
+        "mkey": "a keyed fact's key: lower-case letters, digits and _.:/- only (memory.keys checks every write); "
+        "it names what the fact is about, and rewriting it would change which fact `engram get` finds",
     },
     "sources": {"created_at": _TIME},
-    "events": {"memory_id": _ID, "kind": "one of ten kinds (CHECK constraint)", "at": _TIME},
+    "events": {"memory_id": _ID, "kind": "one of eleven kinds (CHECK constraint)", "at": _TIME},
     "settings": {"key": "a name engram's own code sets (active_model, reembed target, caches)"},
     "ingest_sessions": {"source": _IMPORTER, "namespace": _SCOPE, "updated_at": _TIME},
     "ingest_cursors": {"source": _IMPORTER, "last_at": _TIME, "updated_at": _TIME},
