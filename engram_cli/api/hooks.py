@@ -98,7 +98,8 @@ def session_context(
     if not paths.db.exists():
         return context
     try:
-        context.hits = engram().recall(namespace, k=k, namespace=namespace, bump=False)
+        # The project's name stands in for "what matters in this project": no question, so no relevance floor.
+        context.hits = engram().recall(namespace, k=k, namespace=namespace, bump=False, min_relevance=0.0)
     except EngramError as exc:
         context.problem = exc
     return context

@@ -57,6 +57,7 @@ FLAGS = {
     "db": "--db",
     "project": "--project",
     "settings": "--settings",
+    "min_relevance": "--min-relevance",
 }
 
 

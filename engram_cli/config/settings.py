@@ -48,6 +48,11 @@ class Recall:
     time_weight: float = setting(
         1.0, 'weight of the lists restricted to the time the query names ("last week", 上个月); 0 ignores time words'
     )
+    min_relevance: float = setting(
+        0.06,
+        "hits whose relevance (the calibrated chance that they are relevant, 0–1) is lower are dropped; "
+        '0 keeps every hit; chosen by scripts/calibrate_relevance.py, see "Recall quality"',
+    )
     bump: bool = setting(True, "count a recall as an access")
     diversify: bool = setting(
         True, "move near-copies of a better hit (cosine ≥ the merge threshold) behind the distinct hits"

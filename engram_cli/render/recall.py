@@ -21,20 +21,24 @@ CARD_FOOTER = (
 )
 
 
-def card_block(memory: Memory) -> str:
+def card_block(memory: Memory, relevance: float | None = None) -> str:
     head = (
         f"[memory #{short(memory.id)}][type: {memory.type}][importance: {memory.importance:.2g}]"
         f"[accessed: {memory.access_count}]"
     )
+    if relevance is not None:
+        head += f"[relevance: {relevance:.2f}]"
     return f"{head}\n{memory.content}"
 
 
-def cards(hits: Sequence[Hit], *, budget: int | None = None) -> str:
-    """The prompt block: header, one block per memory, footer; stops before ``budget`` tokens."""
+def cards(hits: Sequence[Hit], *, budget: int | None = None, relevance: bool = True) -> str:
+    """The prompt block: header, one block per memory, footer; stops before ``budget`` tokens.
+
+    ``relevance``: say each hit's chance of being relevant (meaningless when no query chose them)."""
     used = estimate_tokens(CARD_HEADER) + estimate_tokens(CARD_FOOTER)
     blocks: list[str] = []
     for hit in hits:
-        block = card_block(hit.memory)
+        block = card_block(hit.memory, hit.relevance if relevance else None)
         cost = estimate_tokens(block) + 1
         if budget is not None and used + cost > budget:
             break
@@ -50,7 +54,9 @@ def markdown(hits: Sequence[Hit]) -> str:
     for hit in hits:
         m = hit.memory
         tags = f" · tags: {', '.join(m.tags)}" if m.tags else ""
-        lines.append(f"- **{m.type}** · importance {m.importance:.2g} · `{short(m.id)}`{tags}")
+        lines.append(
+            f"- **{m.type}** · importance {m.importance:.2g} · relevance {hit.relevance:.2f} · `{short(m.id)}`{tags}"
+        )
         for line in m.content.splitlines() or [""]:
             lines.append("  " + line)
     return "\n".join(lines)
@@ -73,17 +79,25 @@ def recalled(result: Recalled, *, fmt: str = "table", explain: bool = False, bud
     if fmt == "markdown":
         out(markdown(hits))
         return
+    if not hits and result.held_back:
+        note(
+            f"nothing relevant: {result.held_back} candidate{'s' if result.held_back != 1 else ''} under the "
+            f"relevance floor {result.floor:g} (--min-relevance 0 shows them)"
+        )
+        return
     if not hits:
         note("no memories matched")
         return
     from rich.table import Table
 
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in ("id", "score", "type", "imp", "content"):
+    for column in ("id", "score", "rel", "type", "imp", "content"):
         table.add_column(column, overflow="fold" if column == "content" else "ellipsis", no_wrap=column != "content")
     for hit in hits:
         m = hit.memory
-        table.add_row(short(m.id), f"{hit.score:.3f}", m.type, f"{m.importance:.2f}", clip(m.content, 100))
+        table.add_row(
+            short(m.id), f"{hit.score:.3f}", f"{hit.relevance:.2f}", m.type, f"{m.importance:.2f}", clip(m.content, 100)
+        )
     console().print(table)
     if explain:
         for hit in hits:
@@ -95,7 +109,7 @@ def session_context(context: SessionContext) -> None:
     if context.problem is not None:
         note(f"engram: no memories for this session: {context.problem.message}")
         return
-    text = cards(context.hits, budget=context.budget)
+    text = cards(context.hits, budget=context.budget, relevance=False)
     if not text:
         return
     if context.as_hook_json:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engram_cli.memory.model import Filters
-from engram_cli.store.sql import where
+from engram_cli.store.sql import chunks, marks, where
 
 if TYPE_CHECKING:
     from engram_cli.store.database import Database
@@ -56,6 +56,36 @@ class Keywords:
             [match, *params, limit],
         )
         return [(int(pk), -float(rank)) for pk, rank in rows]
+
+    def documents(self) -> int:
+        """How many memories have a keyword row."""
+        return int(self.store.scalar("SELECT count(*) FROM memory_fts_docsize"))
+
+    def frequencies(self, terms: Sequence[str]) -> dict[str, int]:
+        """term -> how many keyword rows contain it (stemmed as the index stems it)."""
+        out: dict[str, int] = {}
+        for term in terms:
+            match = match_expression([term])
+            if match is not None:
+                out[term] = int(self.store.scalar("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?", (match,)))
+        return out
+
+    def containing(self, terms: Sequence[str], pks: Sequence[int]) -> dict[str, set[int]]:
+        """term -> which of ``pks`` have it in their keyword row."""
+        out: dict[str, set[int]] = {}
+        for term in terms:
+            match = match_expression([term])
+            found: set[int] = set()
+            for chunk in chunks(pks) if match is not None else []:
+                found.update(
+                    int(r[0])
+                    for r in self.store.rows(
+                        f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid IN ({marks(chunk)})",
+                        [match, *chunk],
+                    )
+                )
+            out[term] = found
+        return out
 
     def pks(self) -> set[int]:
         """The pks that have a keyword row."""
