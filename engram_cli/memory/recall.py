@@ -325,13 +325,14 @@ def _keyword_shares(store: Store, terms: list[str], pks: list[int]) -> dict[int,
     if not terms or not pks:
         return {}
     documents = store.keywords.documents()
-    frequency = store.keywords.frequencies(terms)
+    holders = store.keywords.holders(terms)
     # BM25's idf: rare terms weigh most; never negative, and a term no memory has still counts (its
     # absence is evidence that the answer is not here).
-    idf = {t: math.log(1 + (documents - frequency.get(t, 0) + 0.5) / (frequency.get(t, 0) + 0.5)) for t in terms}
+    idf = {
+        t: math.log(1 + (documents - len(holders.get(t, ())) + 0.5) / (len(holders.get(t, ())) + 0.5)) for t in terms
+    }
     total = sum(idf.values())
-    holding = store.keywords.containing([t for t in terms if frequency.get(t, 0)], pks)
-    return {pk: sum(idf[t] for t, found in holding.items() if pk in found) / total for pk in pks}
+    return {pk: sum(idf[t] for t, held in holders.items() if pk in held) / total for pk in pks}
 
 
 def _later(a: str | None, b: datetime) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engram_cli.memory.model import Filters
-from engram_cli.store.sql import chunks, marks, where
+from engram_cli.store.sql import where
 
 if TYPE_CHECKING:
     from engram_cli.store.database import Database
@@ -61,30 +61,20 @@ class Keywords:
         """How many memories have a keyword row."""
         return int(self.store.scalar("SELECT count(*) FROM memory_fts_docsize"))
 
-    def frequencies(self, terms: Sequence[str]) -> dict[str, int]:
-        """term -> how many keyword rows contain it (stemmed as the index stems it)."""
-        out: dict[str, int] = {}
-        for term in terms:
-            match = match_expression([term])
-            if match is not None:
-                out[term] = int(self.store.scalar("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?", (match,)))
-        return out
+    def holders(self, terms: Sequence[str]) -> dict[str, set[int]]:
+        """term -> the pks whose keyword row holds it (stemmed as the index stems it).
 
-    def containing(self, terms: Sequence[str], pks: Sequence[int]) -> dict[str, set[int]]:
-        """term -> which of ``pks`` have it in their keyword row."""
+        One lookup per term gives both how common the term is and which candidates have it: asking FTS5
+        for "term AND rowid IN (candidates)" walks the term's whole posting list once per candidate chunk.
+        """
         out: dict[str, set[int]] = {}
         for term in terms:
             match = match_expression([term])
-            found: set[int] = set()
-            for chunk in chunks(pks) if match is not None else []:
-                found.update(
+            if match is not None:
+                out[term] = {
                     int(r[0])
-                    for r in self.store.rows(
-                        f"SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid IN ({marks(chunk)})",
-                        [match, *chunk],
-                    )
-                )
-            out[term] = found
+                    for r in self.store.rows("SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?", (match,))
+                }
         return out
 
     def pks(self) -> set[int]:
