@@ -72,7 +72,8 @@ def bench_ingest(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def quality(session: nox.Session) -> None:
-    """Recall quality on our benchmark sets: engram's recall against BM25 and dense retrieval alone."""
+    """Recall quality on our benchmark sets: engram's recall against BM25 and dense retrieval alone, and the share
+    of the no-answer queries (bench/*/noanswer-queries.jsonl) that get nothing above the relevance floor."""
     session.install("-e", ".")
     for dataset in ("bench/dev-memory", "bench/long-chat"):
         session.log(dataset)

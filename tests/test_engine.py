@@ -103,7 +103,8 @@ def test_chinese_query_finds_chinese_memory(engram: Engram) -> None:
     engram.add("The CI pipeline runs on GitHub Actions")
     top = engram.recall("数据库迁移在哪里", k=1)[0]
     assert top.memory.content.startswith("数据库迁移")
-    top = engram.recall("which package manager for the frontend", k=1)[0]
+    # Across languages in a store this small the evidence is weak: rank only, no relevance floor.
+    top = engram.recall("which package manager for the frontend", k=1, min_relevance=0.0)[0]
     assert "pnpm" in top.memory.content
 
 
@@ -133,12 +134,12 @@ def test_recall_bumps_access_unless_told_not_to(engram: Engram, rows: Any) -> No
     assert engram.get(memory.id).access_count == 1
 
 
-def test_recall_score_is_relevance_times_importance_times_decay(engram: Engram) -> None:
+def test_recall_score_is_fusion_times_importance_times_decay(engram: Engram) -> None:
     engram.add(STAGING, importance=0.3)
     hit = engram.recall("staging database port", k=1, bump=False)[0]
     e = hit.explain
     assert e["importance_factor"] == pytest.approx(0.9)
-    assert hit.score == pytest.approx(e["relevance"] * e["importance_factor"] * e["decay_score"], rel=1e-5)
+    assert hit.score == pytest.approx(e["fusion"] * e["importance_factor"] * e["decay_score"], rel=1e-5)
 
 
 def test_importance_breaks_ties_between_equally_relevant(engram: Engram) -> None:
@@ -152,7 +153,9 @@ def test_filters_apply_before_ranking(engram: Engram) -> None:
     engram.add("Use ruff for linting Python", tags=["python"], type="procedural")
     engram.add("Use ruff format instead of black", tags=["python", "style"])
     engram.add("Use eslint for linting TypeScript", tags=["ts"], type="procedural", created_at="2020-01-01")
-    assert {h.memory.content for h in engram.recall("linting", tags=["style"])} == {"Use ruff format instead of black"}
+    # The only memory tagged "style" is no answer to "linting": the floor is off, the filters are what is tested.
+    styled = engram.recall("linting", tags=["style"], min_relevance=0.0)
+    assert {h.memory.content for h in styled} == {"Use ruff format instead of black"}
     assert {h.memory.type for h in engram.recall("linting", type="procedural")} == {"procedural"}
     old = engram.recall("linting", until="2021-01-01")
     assert [h.memory.content for h in old] == ["Use eslint for linting TypeScript"]
@@ -186,8 +189,8 @@ def populated(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @given(query=st.text(min_size=1, max_size=30).filter(lambda s: s.strip()), ns=st.sampled_from(NAMESPACES))
 def test_no_query_in_one_namespace_returns_another(populated: Path, query: str, ns: str) -> None:
     with Engram.open(populated) as mem:
-        hits = mem.recall(query, k=10, namespace=ns, bump=False)
-    assert hits, "every namespace holds memories, so some must come back"
+        hits = mem.recall(query, k=10, namespace=ns, bump=False, min_relevance=0.0)
+    assert hits, "every namespace holds memories, so with no relevance floor some must come back"
     assert {h.memory.namespace for h in hits} == {ns}
 
 
@@ -331,7 +334,7 @@ def test_recall_list_count_and_export_take_filter_keywords_or_ready_filters(engr
     hits = engram.recall("how do we deploy?", k=5, namespace="global", tags=["ops"])
     assert [h.memory.content for h in hits] == ["Deploys go through make release"]
     everywhere = engram.filters(all_namespaces=True)
-    assert len(engram.recall("deploy", k=5, filters=everywhere, bump=False)) == 3
+    assert len(engram.recall("deploy", k=5, filters=everywhere, bump=False, min_relevance=0.0)) == 3
     assert engram.count(filters=everywhere) == 3 and engram.count(namespace="web") == 1
     assert [m.namespace for m in engram.list(filters=engram.filters(namespace="web"))] == ["web"]
     assert len(list(engram.export(all_namespaces=True))) == 3

@@ -97,12 +97,21 @@ EXPLAIN = {
     "keyword": (dict, None),
     "cross_language": None,
     "time_window": None,
-    "relevance": float,
+    "fusion": float,
     "importance": float,
     "importance_factor": float,
     "decay_score": float,
     "score": float,
     "formula": str,
+    "relevance": float,
+    "evidence": {
+        "cosine": (float, None),
+        "cross_cosine": (float, None),
+        "keyword_share": float,
+        "time_window_match": (bool, None),
+        "scripts": str,
+    },
+    "relevance_model": str,
     "scope": {"scope": str, "namespace": str},
 }
 SCORE_FACTORS = {
@@ -256,6 +265,8 @@ SCORES = {
     "interference@1": float,
     "interference@5": float,
     "interference@10": float,
+    "no_answer_queries": int,
+    "abstention": (float, None),
 }
 EVAL_REPORT = {"mode": str, "k": [int], **SCORES, "latency_ms": {"p50": float, "p95": float}, "groups": dict}
 GIT_HOOK_CHANGE = {"action": str, "hook": str, "chained": None}
@@ -460,30 +471,36 @@ def test_add(run: Any) -> None:
 
 def test_recall_in_every_format(run: Any) -> None:
     query = ("recall", "how do we deploy", "--no-touch")
-    assert lines(run(*query).stdout) == [
-        "id        score  scope   type      imp   content",
-        "<id8>  1.500  global  semantic  0.90  Deploys go through make release",
-        f"<id8>  0.566  global  episodic  0.50  {UPLOAD[2]}",
-        f"<id8>  0.495  global  episodic  0.50  {UPLOAD[0]}",
-        f"<id8>  0.440  global  episodic  0.50  {UPLOAD[1]}",
+    # The upload episodes are candidates too, but too unlikely to be relevant to clear a floor of 0.06.
+    assert lines(run(*query, "--min-relevance", "0.06").stdout) == [
+        "id        score  rel   scope   type      imp   content",
+        "<id8>  1.500  0.70  global  semantic  0.90  Deploys go through make release",
     ]
+    assert lines(run(*query, "--min-relevance", "0").stdout) == [
+        "id        score  rel   scope   type      imp   content",
+        "<id8>  1.500  0.70  global  semantic  0.90  Deploys go through make release",
+        f"<id8>  0.566  0.01  global  episodic  0.50  {UPLOAD[2]}",
+        f"<id8>  0.495  0.01  global  episodic  0.50  {UPLOAD[0]}",
+        f"<id8>  0.440  0.01  global  episodic  0.50  {UPLOAD[1]}",
+    ]
+    query = (*query, "--min-relevance", "0")
     as_json = run(*query, "--json")
-    assert_shape(as_json.json(), [{**MEMORY, "score": float, "scope": str}])
+    assert_shape(as_json.json(), [{**MEMORY, "score": float, "relevance": float, "scope": str}])
     assert as_json.raw_stdout == run(*query, "--format", "json").raw_stdout
     explained = run(*query, "--json", "--explain").json()
-    assert_shape(explained, [{**MEMORY, "score": float, "scope": str, "explain": EXPLAIN}])
+    assert_shape(explained, [{**MEMORY, "score": float, "relevance": float, "scope": str, "explain": EXPLAIN}])
     assert run(*query, "-k", "1", "--format", "card").stdout == (
         "The following are the user's long-term memories from engram, for reference only:\n\n"
-        "[memory #<id8>][type: semantic][importance: 0.9][accessed: 0][scope: global]\n"
+        "[memory #<id8>][type: semantic][importance: 0.9][accessed: 0][scope: global][relevance: 0.70]\n"
         "Deploys go through make release\n\n"
         "Do not trust these memories blindly: they may be outdated or wrong. "
         "Where they contradict the current instruction, the current instruction wins.\n"
     )
     assert run(*query, "-k", "2", "--format", "markdown").stdout == (
         "# Memories\n\n"
-        "- **semantic** · importance 0.9 · global · `<id8>` · tags: ops\n"
+        "- **semantic** · importance 0.9 · relevance 0.70 · global · `<id8>` · tags: ops\n"
         "  Deploys go through make release\n"
-        "- **episodic** · importance 0.5 · global · `<id8>`\n"
+        "- **episodic** · importance 0.5 · relevance 0.01 · global · `<id8>`\n"
         "  Upload test flakiness came back after the boto upgrade; re-pinned the S3 mock clock\n"
     )
     nothing = run("recall", "deploy", "-t", "nowhere")
@@ -789,9 +806,10 @@ def test_eval(run: Any, tmp_path: Path) -> None:
     queries = tmp_path / "queries.jsonl"
     queries.write_text(json.dumps({"query": "how do we deploy", "expected": {"contains": ["make release"]}}) + "\n")
     table = lines(run("eval", str(queries)).stdout)
-    assert table[0].split() == ["mode", "group", "n", "R@1", "R@5", "R@10", "MRR", "nDCG@10", "interf@10", "p50", "ms",
-                                "p95", "ms"]  # fmt: skip
-    assert table[1].split()[:9] == ["hybrid", "all", "1", "1.000", "1.000", "1.000", "1.000", "1.000", "0.400"]
+    assert table[0].split() == ["mode", "group", "n", "R@1", "R@5", "R@10", "MRR", "nDCG@10", "interf@10", "abstain",
+                                "p50", "ms", "p95", "ms"]  # fmt: skip
+    # The floor drops most of the unrelated memories that used to fill the top 10: interference falls from 0.4.
+    assert table[1].split()[:9] == ["hybrid", "all", "1", "1.000", "1.000", "1.000", "1.000", "1.000", "0.100"]
     assert len(table) == 2
     assert_shape(run("eval", str(queries), "--json").json(), EVAL_REPORT)
     both = run("eval", str(queries), "--mode", "all", "--json", "--per-query").json()

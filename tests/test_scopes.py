@@ -105,8 +105,8 @@ def test_recall_in_a_project_searches_it_and_the_global_scope_and_says_which(cli
     assert {h["id"]: h["scope"] for h in hits} == {three["project"]: "project", three["global"]: "global"}
     table = cli("recall", "how do we deploy, and in which English?").stdout
     header = table.splitlines()[0].split()
-    assert header[:3] == ["id", "score", "scope"]
-    assert any(line.split()[2] == "global" for line in table.splitlines()[1:] if line.startswith(three["global"][:8]))
+    assert header[:4] == ["id", "score", "rel", "scope"]
+    assert any(line.split()[3] == "global" for line in table.splitlines()[1:] if line.startswith(three["global"][:8]))
     card = cli("recall", "which English should answers use?", "--format", "card").stdout
     assert f"[memory #{three['global'][:8]}]" in card and "[scope: global]" in card
     explained = _json(cli, "recall", "which English?", "--explain")

@@ -47,15 +47,23 @@ def test_library_recall_ranks_exactly_as_the_command_line(engram_home: Path, cli
     library_db, cli_db = engram_home / "library.db", engram_home / "cli.db"
     shutil.copyfile(built, library_db)
     shutil.copyfile(built, cli_db)
+    # First with the default relevance floor, then with none (the same order on both copies, since bumps
+    # change later scores): the floor and k both come from the one tree.
     with Engram.open(library_db) as mem:
         library = [[(h.memory.id, round(h.score, 6)) for h in mem.recall(q)] for q in QUERIES]
-    command = [
-        [(h["id"], h["score"]) for h in json.loads(cli("--db", str(cli_db), "recall", q, "--json").stdout)]
-        for q in QUERIES
-    ]
-    assert library == command
-    assert all(len(hits) == Settings().recall.k for hits in library)  # the default k, from the one tree
-    assert len({hit for hits in library for hit in hits}) > len(QUERIES)  # real rankings, not one memory each
+        unfloored = [[(h.memory.id, round(h.score, 6)) for h in mem.recall(q, min_relevance=0.0)] for q in QUERIES]
+
+    def command(*extra: str) -> list[list[tuple[str, float]]]:
+        return [
+            [(h["id"], h["score"]) for h in json.loads(cli("--db", str(cli_db), "recall", q, *extra, "--json").stdout)]
+            for q in QUERIES
+        ]
+
+    assert library == command()
+    assert unfloored == command("--min-relevance", "0")
+    assert all(hits for hits in library) and library != unfloored  # the floor dropped some hits, not all
+    assert all(len(hits) == Settings().recall.k for hits in unfloored)  # the default k, from the one tree
+    assert len({hit for hits in unfloored for hit in hits}) > len(QUERIES)  # real rankings, not one memory each
 
 
 @pytest.mark.parametrize(

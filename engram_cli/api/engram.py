@@ -38,7 +38,7 @@ from engram_cli.memory.model import (
     normalize_name,
     normalize_namespace,
 )
-from engram_cli.memory.recall import Hit, RecallSettings, recall
+from engram_cli.memory.recall import Hits, RecallSettings, recall
 from engram_cli.memory.similarity import SUPERSEDE_MARGIN
 from engram_cli.project import GLOBAL_NAMESPACE, Scope
 from engram_cli.store import connect
@@ -372,6 +372,7 @@ class Engram:
             time_weight=cfg.time_weight,
             weigh=True,
             diversity=self.thresholds()[0] if cfg.diversify else None,
+            min_relevance=cfg.min_relevance,
         )
 
     def _filtered(
@@ -395,20 +396,27 @@ class Engram:
     def recall(
         self, query: str, k: int | None = None, namespace: str | Sequence[str] | None = None, *,
         filters: Filters | None = None, bump: bool | None = None, settings: RecallSettings | None = None,
-        now: str | None = None, no_global: bool = False, **criteria: Unpack[Criteria],
-    ) -> list[Hit]:  # fmt: skip
-        """The best memories for ``query``: filtered first, then ranked by relevance x importance x decay.
+        now: str | None = None, no_global: bool = False, min_relevance: float | None = None,
+        **criteria: Unpack[Criteria],
+    ) -> Hits:  # fmt: skip
+        """The best memories for ``query``: filtered first, then ranked by fused ranks x importance x decay.
 
         Filter with keywords (``namespace``, ``tags``, ``since`` … see :class:`Criteria`) or with a
         ready ``filters``. Without a namespace it searches the :attr:`scope`'s project and the global
         scope together (``no_global``: the project alone); each hit's ``scope`` says which it came
-        from. On a read-only database the access counts are left as they are (``bump`` is ignored).
+        from. Hits whose relevance (the calibrated chance that they are relevant) is under
+        ``min_relevance`` (default: the ``recall.min_relevance`` setting; 0 keeps all) are dropped, and
+        only the hits returned count as accessed. On a read-only database the access counts are left as
+        they are (``bump`` is ignored).
         """
         if no_global:
             self._check_no_global(filters, namespace, criteria)
         flt = self._filtered(filters, namespace, criteria, with_global=not no_global)
         if bump is None:
             bump = self.settings.recall.bump
+        settings = settings or self.recall_settings()
+        if min_relevance is not None:
+            settings = replace(settings, min_relevance=min_relevance)
 
         def embed_query(model_id: str, text: str) -> np.ndarray:
             return np.asarray(self._embedder(model_id).embed_batch([text], kind="query")[0], dtype=np.float32)
@@ -419,7 +427,7 @@ class Engram:
             k=k if k is not None else self.settings.recall.k,
             filters=flt,
             embed_query=embed_query,
-            settings=settings or self.recall_settings(),
+            settings=settings,
             bump=bump and not self.read_only,
             at=parse_time(now, param="now") if now else None,
         )
@@ -740,14 +748,15 @@ class Engram:
     def evaluate(
         self, queries: Sequence[evalmod.Query], *, ks: Sequence[int] = (1, 5, 10), mode: str = "hybrid"
     ) -> evalmod.EvalReport:
-        """Score recall on labelled queries (``mode``: hybrid = engram's recall, bm25 or dense alone)."""
+        """Score recall on labelled queries (``mode``: hybrid = engram's recall, bm25 or dense alone).
+
+        The baselines are the bare retrievers: no weighing, no relevance floor."""
         base = self.recall_settings()
+        bare = replace(base, weigh=False, diversity=None, min_relevance=0.0)
         modes = {
             "hybrid": base,
-            "bm25": replace(base, vector_weight=0.0, keyword_weight=1.0, cross_weight=0.0, weigh=False, diversity=None),
-            "dense": replace(
-                base, vector_weight=1.0, keyword_weight=0.0, cross_weight=0.0, weigh=False, diversity=None
-            ),
+            "bm25": replace(bare, vector_weight=0.0, keyword_weight=1.0, cross_weight=0.0),
+            "dense": replace(bare, vector_weight=1.0, keyword_weight=0.0, cross_weight=0.0),
         }
         if mode not in modes:
             raise InvalidInput(f"unknown mode {mode!r}", hint=f"use one of: {', '.join(modes)}")

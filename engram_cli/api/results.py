@@ -30,6 +30,9 @@ class Recalled:
     hits: list[Hit]
     # Set when access counts could not be updated because the database is read-only.
     read_only: Path | None = None
+    # How many candidates the relevance floor dropped, and the floor: with no hits left, "nothing relevant".
+    held_back: int = 0
+    floor: float = 0.0
 
     def json_form(self, **options: Any) -> Any:
         return to_json(self.hits, **options)

@@ -61,6 +61,7 @@ FLAGS = {
     "global_scope": "--global",
     "all_namespaces": "--all-namespaces",
     "no_global": "--no-global",
+    "min_relevance": "--min-relevance",
 }
 
 

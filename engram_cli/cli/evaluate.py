@@ -38,10 +38,12 @@ def eval_(
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Rebuild the cached dataset database.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Recall@k, MRR, nDCG@10, interference and latency of recall on labelled queries.
+    """Recall@k, MRR, nDCG@10, interference, abstention and latency of recall on labelled queries.
 
     A line: {"query": …, "namespace"?: …, "filters"?: {…}, "expected": {"ids": […]} | {"contains": […]} |
-    {"metadata": {key: value}}}. Without "namespace" a query searches every namespace.
+    {"metadata": {key: value}} | {"none": true}}. Without "namespace" a query searches every namespace.
+    {"none": true} marks a query the store has no answer to: abstention is the share of those that got
+    no hit above the relevance floor; the other metrics are over the answerable queries.
     """
     ks = _ks(k)
     modes = list(system.EVAL_MODES) if mode == "all" else [mode]

@@ -137,10 +137,20 @@ def recall(
     now: Annotated[
         str | None, typer.Option("--now", help="Read time words in QUERY ('last week') as of this time (ISO 8601).")
     ] = None,
+    min_relevance: Annotated[
+        float | None,
+        typer.Option(
+            "--min-relevance",
+            help="Drop hits less likely than this to be relevant, 0–1 (default: config recall.min_relevance; "
+            "0 shows every hit).",
+        ),
+    ] = None,
 ) -> None:
     """Find the memories most relevant to QUERY (hybrid vector + keyword, weighed by importance and decay).
 
     In a git repository it searches that project and the global scope together; each hit says which.
+    Each hit's relevance is the calibrated chance that it is relevant; hits under the floor are dropped,
+    and when none is left, recall says "nothing relevant" and counts no access.
     """
     if query == "-":
         query = read_stdin()
@@ -151,9 +161,11 @@ def recall(
         all_namespaces=all_namespaces, agent=agent, type=mtype, tags=tag,
         since=since, until=until, accessed_since=accessed_since, accessed_until=accessed_until, session=session,
         embedding_model=model, include_archived=include_archived, include_superseded=include_superseded,
-        bump=False if no_touch else None, now=now,
+        bump=False if no_touch else None, now=now, min_relevance=min_relevance,
     )  # fmt: skip
-    recalled = Recalled(hits, read_only=engram.path if unbumped else None)
+    recalled = Recalled(
+        hits, read_only=engram.path if unbumped and hits else None, held_back=len(hits.below), floor=hits.floor
+    )
     show(ctx, recalled, json=as_json or fmt == Format.json, fmt=fmt.value, explain=explain, budget=budget)
 
 

@@ -48,6 +48,11 @@ class Recall:
     time_weight: float = setting(
         1.0, 'weight of the lists restricted to the time the query names ("last week", 上个月); 0 ignores time words'
     )
+    min_relevance: float = setting(
+        0.01,
+        "hits whose relevance (the calibrated chance that they are relevant, 0–1) is lower are dropped; "
+        '0 keeps every hit; chosen by scripts/calibrate_relevance.py, see "Saying nothing relevant"',
+    )
     bump: bool = setting(True, "count a recall as an access")
     diversify: bool = setting(
         True, "move near-copies of a better hit (cosine ≥ the merge threshold) behind the distinct hits"
@@ -141,6 +146,22 @@ class Redact:
 
 
 @dataclass(frozen=True)
+class Hooks:
+    # The per-prompt hook adds memories to a prompt nobody asked engram about: a wrong one costs
+    # more there than a missing one, so its floor is stricter than recall's.
+    prompt_min_relevance: float = setting(
+        0.06,
+        "the per-prompt hook (`hooks prompt`) injects only hits at least this likely to be relevant; "
+        'chosen by scripts/calibrate_relevance.py, see "Saying nothing relevant"',
+    )
+    prompt_k: int = setting(3, "most memories the per-prompt hook injects")
+    prompt_budget: int = setting(400, "tokens the per-prompt hook's card may take")
+    prompt_time_limit_s: float = setting(
+        5.0, "the per-prompt hook gives up (and injects nothing) after this long, so a prompt never waits on it"
+    )
+
+
+@dataclass(frozen=True)
 class Settings:
     """The effective settings: ``Settings()`` is every default."""
 
@@ -161,3 +182,4 @@ class Settings:
     store: Store = field(default_factory=Store)
     audit: Audit = field(default_factory=Audit)
     redact: Redact = field(default_factory=Redact)
+    hooks: Hooks = field(default_factory=Hooks)

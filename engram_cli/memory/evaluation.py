@@ -3,13 +3,15 @@
 A query line is ``{"query": …, "namespace"?: …, "filters"?: {…}, "expected": {…}, "now"?: ISO, …}`` where
 ``expected`` is one of ``{"ids": [...]}`` (memory ids or unique prefixes, or the ``id`` a dataset gave a memory,
 kept in its metadata as ``eval_id``), ``{"contains": [...]}`` (a hit is relevant when its text contains one of
-the strings, case-insensitively) or ``{"metadata": {key: value}}`` (a hit is relevant when its metadata has
-that value). Other keys (``category``, ``lang``, ``kinds``) label the query for the per-group breakdown.
+the strings, case-insensitively), ``{"metadata": {key: value}}`` (a hit is relevant when its metadata has
+that value) or ``{"none": true}`` (the answer is not in the store: the right result is no hit at all). Other
+keys (``category``, ``lang``, ``kinds``) label the query for the per-group breakdown.
 
-Metrics, averaged over queries: recall@k (the share of the expected ids found in the top k; for ``contains``
-and ``metadata``, whose full set of relevant memories is unknown, 1 when any relevant memory is in the top k),
-MRR (1 / rank of the first relevant hit within the deepest k, else 0), nDCG@10 (binary gains), interference@k
-(the share of the top k that is not relevant) and the latency of each recall call (p50, p95).
+Metrics, averaged over the answerable queries: recall@k (the share of the expected ids found in the top k; for
+``contains`` and ``metadata``, whose full set of relevant memories is unknown, 1 when any relevant memory is in
+the top k), MRR (1 / rank of the first relevant hit within the deepest k, else 0), nDCG@10 (binary gains),
+interference@k (the share of the top k that is not relevant); over the no-answer queries, abstention (the share
+that got no hit, none clearing the relevance floor); and the latency of each recall call (p50, p95).
 """
 
 from __future__ import annotations
@@ -36,12 +38,16 @@ GROUP_KEYS = ("category", "lang", "kinds")
 class Query:
     line: int
     text: str
-    expected_kind: str  # ids | contains | metadata
+    expected_kind: str  # ids | contains | metadata | none
     expected: Any
     namespace: str | list[str] | None = None
     filters: dict[str, Any] = field(default_factory=dict)
     now: str | None = None
     labels: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def answerable(self) -> bool:
+        return self.expected_kind != "none"
 
     def groups(self) -> list[str]:
         out: list[str] = []
@@ -66,8 +72,8 @@ def parse_queries(lines: Iterable[str]) -> list[Query]:
         expected = raw.get("expected")
         if not isinstance(expected, dict) or len(expected) != 1:
             raise InvalidInput(
-                f"line {number}: 'expected' must hold exactly one of ids, contains, metadata",
-                hint='e.g. "expected": {"ids": ["3f2a9c1e"]}',
+                f"line {number}: 'expected' must hold exactly one of ids, contains, metadata, none",
+                hint='e.g. "expected": {"ids": ["3f2a9c1e"]}, or {"none": true} when the store holds no answer',
             )
         kind, value = next(iter(expected.items()))
         if kind in ("ids", "contains"):
@@ -76,8 +82,16 @@ def parse_queries(lines: Iterable[str]) -> list[Query]:
         elif kind == "metadata":
             if not isinstance(value, dict) or not value:
                 raise InvalidInput(f"line {number}: expected.metadata must be an object of key: value")
+        elif kind == "none":
+            if value is not True:
+                raise InvalidInput(
+                    f"line {number}: expected.none must be true",
+                    hint='{"none": true} marks a query whose answer is not in the store',
+                )
         else:
-            raise InvalidInput(f"line {number}: unknown expectation {kind!r}", hint="use ids, contains or metadata")
+            raise InvalidInput(
+                f"line {number}: unknown expectation {kind!r}", hint="use ids, contains, metadata or none"
+            )
         filters = raw.get("filters") or {}
         if not isinstance(filters, dict):
             raise InvalidInput(f"line {number}: 'filters' must be an object")
@@ -93,6 +107,8 @@ def parse_queries(lines: Iterable[str]) -> list[Query]:
 
 
 def relevant(query: Query, memory: Memory) -> bool:
+    if query.expected_kind == "none":
+        return False
     if query.expected_kind == "ids":
         tag = memory.metadata.get("eval_id")
         return any(memory.id.startswith(e.lower()) or tag == e for e in query.expected)
@@ -107,11 +123,13 @@ def relevant(query: Query, memory: Memory) -> bool:
 
 @dataclass
 class Scores:
-    queries: int = 0
+    queries: int = 0  # answerable queries, which the ranking metrics average over
     recall: dict[int, float] = field(default_factory=dict)
     mrr: float = 0.0
     ndcg: float = 0.0
     interference: dict[int, float] = field(default_factory=dict)
+    no_answer: int = 0  # queries whose answer is not in the store
+    abstention: float | None = None  # share of those that got no hit; None without any
 
     def json_form(self, **options: Any) -> dict[str, Any]:
         # One key per cut-off (recall@5), rounded for reading.
@@ -121,6 +139,8 @@ class Scores:
             "mrr": round(self.mrr, 4),
             f"ndcg@{NDCG_DEPTH}": round(self.ndcg, 4),
             **{f"interference@{k}": round(v, 4) for k, v in sorted(self.interference.items())},
+            "no_answer_queries": self.no_answer,
+            "abstention": None if self.abstention is None else round(self.abstention, 4),
         }
 
 
@@ -181,11 +201,16 @@ def _ndcg(query: Query, flags: Sequence[bool]) -> float:
     return dcg / idcg if idcg else 0.0
 
 
-def _aggregate(results: Sequence[QueryResult], ks: Sequence[int]) -> Scores:
+def _aggregate(everything: Sequence[QueryResult], ks: Sequence[int]) -> Scores:
+    unanswerable = [r for r in everything if not r.query.answerable]
+    scores = Scores(no_answer=len(unanswerable))
+    if unanswerable:
+        scores.abstention = sum(1 for r in unanswerable if not r.flags) / len(unanswerable)
+    results = [r for r in everything if r.query.answerable]
     n = len(results)
     if not n:
-        return Scores()
-    scores = Scores(queries=n)
+        return scores
+    scores.queries = n
     for k in ks:
         scores.recall[k] = sum(r.found[k] for r in results) / n
         scores.interference[k] = sum((sum(1 for f in r.flags[:k] if not f) / k) for r in results) / n

@@ -1,9 +1,11 @@
-"""recall: filter in the store, rank by fused vector + keyword relevance, weigh by importance and decay."""
+"""recall: filter in the store, rank by fused vector + keyword ranks, weigh by importance and decay, and drop
+what is probably not relevant (a calibrated probability from the raw evidence, ``memory.relevance``)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -14,6 +16,7 @@ from engram_cli.errors import InvalidInput
 from engram_cli.lang import text as textmod
 from engram_cli.lang import timeexpr
 from engram_cli.memory import crosslingual
+from engram_cli.memory import relevance as relevancemod
 from engram_cli.memory.model import Filters, Memory
 from engram_cli.serialize import to_json
 from engram_cli.store.db import Store
@@ -48,20 +51,24 @@ class RecallSettings:
     # A hit this close (cosine, same model) to a better one is a near-copy: it goes after the rest.
     # None turns the check off.
     diversity: float | None
+    # Hits whose calibrated relevance (the chance they are relevant) is lower are dropped; 0 keeps every hit.
+    min_relevance: float
 
 
 @dataclass
 class Hit:
     memory: Memory
-    score: float
+    score: float  # what ranks: fused ranks x importance x decay
+    relevance: float  # the calibrated chance that the memory is relevant to the query, in [0, 1]
     explain: dict[str, Any]
     # Where the memory lives seen from the caller: "project", "global" or "other" (the facade sets it).
     scope: str = "other"
 
     def json_form(self, *, explain: bool = False, **options: Any) -> dict[str, Any]:
-        # The memory's keys, then its score and scope; the factors only when asked for (`recall --explain`).
+        # The memory's keys, then its score, relevance and scope; the factors only when asked for (`--explain`).
         out: dict[str, Any] = to_json(self.memory, **options)
         out["score"] = round(self.score, 6)
+        out["relevance"] = round(self.relevance, 4)
         out["scope"] = self.scope
         if explain:
             out["explain"] = self.explain
@@ -70,6 +77,21 @@ class Hit:
     def to_dict(self, *, explain: bool = False) -> dict[str, Any]:
         """The JSON form, as `recall --json` prints it (with ``explain``: every factor of the score)."""
         return self.json_form(explain=explain)
+
+
+class Hits(list[Hit]):
+    """recall's hits, best first, and what the relevance floor held back."""
+
+    def __init__(self, hits: Sequence[Hit] = (), *, floor: float = 0.0, below: Sequence[float] = ()) -> None:
+        super().__init__(hits)
+        self.floor = floor
+        # The relevance of each candidate dropped for being under the floor.
+        self.below = list(below)
+
+    @property
+    def nothing_relevant(self) -> bool:
+        """True when there were candidates, but none cleared the floor."""
+        return not self and bool(self.below)
 
 
 QueryEmbedder = Callable[[str, str], np.ndarray]  # (model_id, query) -> unit vector
@@ -114,8 +136,11 @@ def recall(
     settings: RecallSettings,
     bump: bool = True,
     at: datetime | None = None,
-) -> list[Hit]:
-    """The ``k`` best memories for ``query`` among those that pass ``filters``."""
+) -> Hits:
+    """The ``k`` best memories for ``query`` among those that pass ``filters`` and clear the relevance floor.
+
+    Only the hits returned count as accessed (``bump``): a query nothing answers touches nothing.
+    """
     query = textmod.normalize(query)
     if not query:
         raise InvalidInput(
@@ -123,6 +148,12 @@ def recall(
         )
     if k < 1:
         raise InvalidInput(f"k must be at least 1, not {k}")
+    if not 0.0 <= settings.min_relevance <= 1.0:
+        raise InvalidInput(
+            f"`min_relevance` must be between 0 and 1, not {settings.min_relevance:g}",
+            hint="it is the least chance of being relevant a hit needs; 0 keeps every hit",
+            param="min_relevance",
+        )
     when = timeexpr.find_time(query, at or now()) if settings.time_weight > 0 else None
     if when is not None:
         # The time words pick the window; they are not what the memory is about.
@@ -130,20 +161,26 @@ def recall(
     want = max(settings.candidates, k)
     query_script = textmod.script_of(query)
     means: dict[str, dict[str, np.ndarray]] = {}
-    if settings.cross_weight > 0 and settings.vector_weight > 0:
-        for model_id, _ in store.vectors.in_use():
-            means[model_id] = crosslingual.script_means(store, model_id)
+    for model_id, _ in store.vectors.in_use():
+        means[model_id] = crosslingual.script_means(store, model_id)
     with store.read():
         models = store.memories.models(filters)
         vector_lists: dict[str, list[tuple[int, float]]] = {}
         cross_lists: dict[str, tuple[str, list[tuple[int, float]]]] = {}
-        query_vectors: dict[str, np.ndarray] = {}  # model -> the query's vector
-        for model_id in models if settings.vector_weight > 0 else []:
+        # model -> the query's vector; computed even when the vector retriever is off, because the
+        # relevance of every hit is judged on its cosine.
+        query_vectors: dict[str, np.ndarray] = {}
+        moved_vectors: dict[str, tuple[str, np.ndarray]] = {}  # model -> (other script, the moved query)
+        for model_id in models:
             qvec = embed_query(model_id, query)
             query_vectors[model_id] = qvec
-            vector_lists[model_id] = _vector_candidates(store, model_id, qvec, filters, want)
             moved = crosslingual.shifted(qvec, query_script, means.get(model_id, {}))
             if moved is not None:
+                moved_vectors[model_id] = moved
+            if settings.vector_weight <= 0:
+                continue
+            vector_lists[model_id] = _vector_candidates(store, model_id, qvec, filters, want)
+            if moved is not None and settings.cross_weight > 0:
                 other, qvec2 = moved
                 found = _vector_candidates(store, model_id, qvec2, filters, want)
                 cross_lists[model_id] = (other, found)
@@ -151,7 +188,7 @@ def recall(
         timed: dict[str, list[tuple[int, float]]] = {}
         if when is not None:
             window = replace(filters, since=_later(filters.since, when.start), until=_earlier(filters.until, when.end))
-            for model_id, qvec in query_vectors.items():
+            for model_id, qvec in query_vectors.items() if settings.vector_weight > 0 else []:
                 timed[f"vector:{model_id}"] = _vector_candidates(store, model_id, qvec, window, want)
             if settings.keyword_weight > 0:
                 timed["keyword"] = _keyword_candidates(store, query, window, want)
@@ -181,16 +218,24 @@ def recall(
         if kept:
             wc = settings.cross_weight
     if not fused:
-        return []
+        return Hits(floor=settings.min_relevance)
+    with store.read():
+        evidence = _evidence(store, query, query_script, when, memories, list(fused), query_vectors, moved_vectors)
     wv = settings.vector_weight if any(vector_lists.values()) else 0.0
     wk = settings.keyword_weight if keyword else 0.0
     # The window's lists count as one (their best rank), so a time word cannot outweigh the query itself.
     best = (wv + wk + wc + wt) / (settings.rrf_k + 1)
 
     scored: list[Hit] = []
+    below: list[float] = []
     for pk, parts in fused.items():
         memory = memories.get(pk)
         if memory is None:
+            continue
+        calibration = relevancemod.calibration_for(memory.embedding_model)
+        chance = calibration.probability(evidence[pk])
+        if chance < settings.min_relevance:
+            below.append(chance)
             continue
         rrf = 0.0
         if "vector" in parts:
@@ -201,24 +246,28 @@ def recall(
             rrf += wc / (settings.rrf_k + parts["cross"]["rank"])
         if "time" in parts:
             rrf += wt / (settings.rrf_k + min(parts["time"]["ranks"].values()))
-        relevance = rrf / best if best else 0.0
+        fusion = rrf / best if best else 0.0
         factor = IMPORTANCE_BASE + memory.importance
-        score = relevance * factor * memory.decay_score if settings.weigh else relevance
+        score = fusion * factor * memory.decay_score if settings.weigh else fusion
         explain = {
             "vector": parts.get("vector"),
             "keyword": parts.get("keyword"),
             "cross_language": parts.get("cross"),
             "time_window": parts.get("time"),
-            "relevance": round(relevance, 6),
+            "fusion": round(fusion, 6),
             "importance": round(memory.importance, 6),
             "importance_factor": round(factor, 6),
             "decay_score": round(memory.decay_score, 6),
             "score": round(score, 6),
-            "formula": "relevance x (0.6 + importance) x decay_score; relevance = weighted reciprocal-rank "
+            "formula": "fusion x (0.6 + importance) x decay_score; fusion = weighted reciprocal-rank "
             f"fusion (k={settings.rrf_k}) of the vector, keyword, cross-language and time-window ranks, "
             "1.0 = first in every list",
+            "relevance": round(chance, 6),
+            "evidence": evidence[pk].json_form(),
+            "relevance_model": f"logistic on the evidence, calibrated for {calibration.model}; "
+            f"hits under {settings.min_relevance:g} are dropped",
         }
-        scored.append(Hit(memory=memory, score=score, explain=explain))
+        scored.append(Hit(memory=memory, score=score, relevance=chance, explain=explain))
     scored.sort(key=lambda h: (-h.score, h.memory.created_at))
     if settings.diversity is not None and len(scored) > 1:
         with store.read():
@@ -230,7 +279,63 @@ def recall(
         hit.memory.sources = sources.get(hit.memory.pk, [])
     if bump and top:
         _bump(store, top)
-    return top
+    return Hits(top, floor=settings.min_relevance, below=below)
+
+
+def _evidence(
+    store: Store,
+    query: str,
+    query_script: str,
+    when: timeexpr.TimeRange | None,
+    memories: dict[int, Memory],
+    pks: list[int],
+    query_vectors: dict[str, np.ndarray],
+    moved_vectors: dict[str, tuple[str, np.ndarray]],
+) -> dict[int, relevancemod.Evidence]:
+    """What each candidate has going for it, measured the same way whichever list brought it in."""
+    present = [pk for pk in pks if pk in memories]
+    by_model: dict[str, list[int]] = {}
+    for pk in present:
+        model_id = memories[pk].embedding_model
+        if model_id in query_vectors:
+            by_model.setdefault(model_id, []).append(pk)
+    cosines: dict[int, float] = {}
+    crosses: dict[int, float] = {}
+    scripts = {pk: textmod.script_of(memories[pk].content) for pk in present}
+    for model_id, model_pks in by_model.items():
+        moved = moved_vectors.get(model_id)
+        for pk, vector in store.vectors.get(model_id, model_pks).items():
+            cosines[pk] = float(np.dot(vector, query_vectors[model_id]))
+            if moved is not None and scripts[pk] == moved[0]:
+                crosses[pk] = float(np.dot(vector, moved[1]))
+    shares = _keyword_shares(store, textmod.query_terms(query), present)
+    window = (to_iso(when.start), to_iso(when.end)) if when is not None else None
+    return {
+        pk: relevancemod.Evidence(
+            cosine=cosines.get(pk),
+            cross_cosine=crosses.get(pk),
+            keyword=shares.get(pk, 0.0),
+            time=None if window is None else window[0] <= memories[pk].created_at < window[1],
+            query_script=query_script,
+            memory_script=scripts[pk],
+        )
+        for pk in present
+    }
+
+
+def _keyword_shares(store: Store, terms: list[str], pks: list[int]) -> dict[int, float]:
+    """pk -> the idf-weighted share of ``terms`` its keyword row holds."""
+    if not terms or not pks:
+        return {}
+    documents = store.keywords.documents()
+    holders = store.keywords.holders(terms)
+    # BM25's idf: rare terms weigh most; never negative, and a term no memory has still counts (its
+    # absence is evidence that the answer is not here).
+    idf = {
+        t: math.log(1 + (documents - len(holders.get(t, ())) + 0.5) / (len(holders.get(t, ())) + 0.5)) for t in terms
+    }
+    total = sum(idf.values())
+    return {pk: sum(idf[t] for t, held in holders.items() if pk in held) / total for pk in pks}
 
 
 def _later(a: str | None, b: datetime) -> str:

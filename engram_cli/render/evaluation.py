@@ -1,4 +1,4 @@
-"""`engram eval`: recall@k, MRR, nDCG, interference and latency, one row per mode and group."""
+"""`engram eval`: recall@k, MRR, nDCG, interference, abstention and latency, one row per mode and group."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ def evaluated(run: EvalRun, *, per_query: bool = False) -> None:
         "MRR",
         "nDCG@10",
         f"interf@{ks[-1]}",
+        "abstain",
         "p50 ms",
         "p95 ms",
     ):
@@ -34,10 +35,17 @@ def evaluated(run: EvalRun, *, per_query: bool = False) -> None:
 
     def row(mode: str, group: str, s: Scores, latency: dict[str, float] | None) -> None:
         times = [f"{latency['p50']:.1f}", f"{latency['p95']:.1f}"] if latency else ["", ""]
-        table.add_row(
-            mode, group, str(s.queries), *(f"{s.recall[k]:.3f}" for k in ks), f"{s.mrr:.3f}", f"{s.ndcg:.3f}",
-            f"{s.interference[ks[-1]]:.3f}", *times,
-        )  # fmt: skip
+        if s.queries:
+            ranking = [
+                *(f"{s.recall[k]:.3f}" for k in ks),
+                f"{s.mrr:.3f}",
+                f"{s.ndcg:.3f}",
+                f"{s.interference[ks[-1]]:.3f}",
+            ]
+        else:  # a group of no-answer queries only: nothing to rank
+            ranking = [""] * (len(ks) + 3)
+        abstain = f"{s.abstention:.3f} of {s.no_answer}" if s.abstention is not None else ""
+        table.add_row(mode, group, str(s.queries), *ranking, abstain, *times)
 
     for r in reports:
         row(r.mode, "all", r.overall, r.latency_ms)

@@ -26,7 +26,7 @@ def where(hit: Hit) -> str:
     return hit.memory.namespace if hit.scope == "other" else hit.scope
 
 
-def card_block(memory: Memory, scope: str | None = None) -> str:
+def card_block(memory: Memory, scope: str | None = None, relevance: float | None = None) -> str:
     # A keyed fact's text is only its value: the key says what it is the value of.
     key = f"[key: {memory.key}]" if memory.key else ""
     head = (
@@ -37,15 +37,19 @@ def card_block(memory: Memory, scope: str | None = None) -> str:
         head += f"[scope: {scope}]"
     elif scope is not None:
         head += f"[namespace: {memory.namespace}]"
+    if relevance is not None:
+        head += f"[relevance: {relevance:.2f}]"
     return f"{head}\n{memory.content}"
 
 
-def cards(hits: Sequence[Hit], *, budget: int | None = None) -> str:
-    """The prompt block: header, one block per memory, footer; stops before ``budget`` tokens."""
+def cards(hits: Sequence[Hit], *, budget: int | None = None, relevance: bool = True) -> str:
+    """The prompt block: header, one block per memory, footer; stops before ``budget`` tokens.
+
+    ``relevance``: say each hit's chance of being relevant (meaningless when no query chose them)."""
     used = estimate_tokens(CARD_HEADER) + estimate_tokens(CARD_FOOTER)
     blocks: list[str] = []
     for hit in hits:
-        block = card_block(hit.memory, hit.scope)
+        block = card_block(hit.memory, hit.scope, hit.relevance if relevance else None)
         cost = estimate_tokens(block) + 1
         if budget is not None and used + cost > budget:
             break
@@ -61,7 +65,10 @@ def markdown(hits: Sequence[Hit]) -> str:
     for hit in hits:
         m = hit.memory
         tags = f" · tags: {', '.join(m.tags)}" if m.tags else ""
-        lines.append(f"- **{m.type}** · importance {m.importance:.2g} · {where(hit)} · `{short(m.id)}`{tags}")
+        lines.append(
+            f"- **{m.type}** · importance {m.importance:.2g} · relevance {hit.relevance:.2f} · {where(hit)} · "
+            f"`{short(m.id)}`{tags}"
+        )
         for line in m.content.splitlines() or [""]:
             lines.append("  " + line)
     return "\n".join(lines)
@@ -84,18 +91,30 @@ def recalled(result: Recalled, *, fmt: str = "table", explain: bool = False, bud
     if fmt == "markdown":
         out(markdown(hits))
         return
+    if not hits and result.held_back:
+        note(
+            f"nothing relevant: {result.held_back} candidate{'s' if result.held_back != 1 else ''} under the "
+            f"relevance floor {result.floor:g} (--min-relevance 0 shows them)"
+        )
+        return
     if not hits:
         note("no memories matched")
         return
     from rich.table import Table
 
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in ("id", "score", "scope", "type", "imp", "content"):
+    for column in ("id", "score", "rel", "scope", "type", "imp", "content"):
         table.add_column(column, overflow="fold" if column == "content" else "ellipsis", no_wrap=column != "content")
     for hit in hits:
         m = hit.memory
         table.add_row(
-            short(m.id), f"{hit.score:.3f}", escape(where(hit)), m.type, f"{m.importance:.2f}", clip(shown_text(m), 100)
+            short(m.id),
+            f"{hit.score:.3f}",
+            f"{hit.relevance:.2f}",
+            escape(where(hit)),
+            m.type,
+            f"{m.importance:.2f}",
+            clip(shown_text(m), 100),
         )
     console().print(table)
     if explain:
@@ -108,7 +127,7 @@ def session_context(context: SessionContext) -> None:
     if context.problem is not None:
         note(f"engram: no memories for this session: {context.problem.message}")
         return
-    text = cards(context.hits, budget=context.budget)
+    text = cards(context.hits, budget=context.budget, relevance=False)
     if not text:
         return
     if context.as_hook_json:

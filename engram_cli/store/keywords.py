@@ -57,6 +57,26 @@ class Keywords:
         )
         return [(int(pk), -float(rank)) for pk, rank in rows]
 
+    def documents(self) -> int:
+        """How many memories have a keyword row."""
+        return int(self.store.scalar("SELECT count(*) FROM memory_fts_docsize"))
+
+    def holders(self, terms: Sequence[str]) -> dict[str, set[int]]:
+        """term -> the pks whose keyword row holds it (stemmed as the index stems it).
+
+        One lookup per term gives both how common the term is and which candidates have it: asking FTS5
+        for "term AND rowid IN (candidates)" walks the term's whole posting list once per candidate chunk.
+        """
+        out: dict[str, set[int]] = {}
+        for term in terms:
+            match = match_expression([term])
+            if match is not None:
+                out[term] = {
+                    int(r[0])
+                    for r in self.store.rows("SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?", (match,))
+                }
+        return out
+
     def pks(self) -> set[int]:
         """The pks that have a keyword row."""
         # A contentless index keeps its rowids in its document-size table.
