@@ -62,13 +62,17 @@ def uninstall_git(repo: Path | None = None) -> GitHookChange:
 
 
 def install_assistant(
-    name: str, db: str | None = None, *, project: Path | None = None, settings: Path | None = None
-) -> SettingsChange:
-    """Engram's session hooks in an assistant's settings (the user's, a project's, or exactly ``settings``)."""
+    name: str, db: str | None = None, *, project: Path | None = None, settings: Path | None = None,
+    per_prompt: bool | None = None,
+) -> SettingsChange:  # fmt: skip
+    """Engram's session hooks in an assistant's settings (the user's, a project's, or exactly ``settings``).
+
+    ``per_prompt`` adds or removes the hook that recalls for each prompt; None keeps it as installed.
+    """
     a = assistants.assistant(name)
     path = assistants.settings_path(a, project=project, settings=settings)
     check_database(db)
-    return assistants.install(a, path, engram_command(db))
+    return assistants.install(a, path, engram_command(db), per_prompt=per_prompt)
 
 
 def uninstall_assistant(name: str, *, project: Path | None = None, settings: Path | None = None) -> SettingsChange:

@@ -22,6 +22,15 @@ SettingsOpt = Annotated[
     Path | None, typer.Option("--settings", metavar="FILE", help="Exactly this settings file (overrides the default).")
 ]
 
+PerPromptOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--per-prompt/--no-per-prompt",
+        help="Also add the hook that recalls for each prompt / remove it (default: keep what is installed).",
+        show_default=False,
+    ),
+]
+
 _UNSUPPORTED = ", ".join(hooks.UNSUPPORTED)
 
 hooks_app = typer.Typer(
@@ -61,18 +70,26 @@ def _install_assistant(name: str) -> Callable[..., None]:
     a = hooks.ASSISTANTS[name]
 
     def command(
-        ctx: typer.Context, project: ProjectOpt = None, settings: SettingsOpt = None, as_json: JsonOpt = False
+        ctx: typer.Context,
+        project: ProjectOpt = None,
+        settings: SettingsOpt = None,
+        per_prompt: PerPromptOpt = None,
+        as_json: JsonOpt = False,
     ) -> None:
-        change = hooks.install_assistant(name, app_context(ctx).db, project=project, settings=settings)
+        change = hooks.install_assistant(
+            name, app_context(ctx).db, project=project, settings=settings, per_prompt=per_prompt
+        )
         show(ctx, change, json=as_json)
 
     when = a.ingest_event
     if a.ingest_event == a.context_event:
         when += f" too, for the sessions before ({a.title} has no session-end event)"
     command.__doc__ = (
-        f"{a.title}: the project's memories at {a.context_event}; `engram ingest {a.name}` in the background "
-        f"at {when}.\n\nMerges into {a.user_settings()} (or the project's {a.project_file}), keeping every other "
-        f"key and hook; backs the file up once as *{hooks.BACKUP_SUFFIX}; refuses a file that is not valid JSON."
+        f"{a.title}: a card of the project's and your global memories at {a.context_event}; `engram ingest "
+        f"{a.name}` in the background at {when}. With --per-prompt, also `engram hooks prompt {a.name}` at "
+        f"{a.prompt_event}: the memories relevant to each prompt, or nothing.\n\nMerges into "
+        f"{a.user_settings()} (or the project's {a.project_file}), keeping every other key and hook; backs the "
+        f"file up once as *{hooks.BACKUP_SUFFIX}; refuses a file that is not valid JSON."
     )
     return command
 

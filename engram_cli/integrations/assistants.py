@@ -3,11 +3,15 @@
 Supported are the assistants whose hook files have a documented format that engram could
 check against the assistant's own documentation or source:
 
-- Claude Code: ``settings.json`` hooks; a SessionStart command's stdout becomes context.
-- Gemini CLI: ``settings.json`` hooks; SessionStart must print JSON (``additionalContext``).
-- Codex: ``hooks.json``; SessionStart stdout becomes context. Codex has no session-end
-  event (Stop fires after every turn), so the previous sessions are ingested when the next
-  one starts, in the background.
+- Claude Code: ``settings.json`` hooks; a SessionStart or UserPromptSubmit command's stdout
+  becomes context.
+- Gemini CLI: ``settings.json`` hooks; SessionStart and BeforeAgent (its per-prompt event) must
+  print JSON (``hookSpecificOutput.additionalContext``).
+- Codex: ``hooks.json``; SessionStart and UserPromptSubmit stdout becomes context. Codex has no
+  session-end event (Stop fires after every turn), so the previous sessions are ingested when
+  the next one starts, in the background.
+
+Each of the three hands a per-prompt hook JSON on stdin with at least ``prompt`` and ``cwd``.
 
 All three nest the same way: ``{"hooks": {Event: [{"matcher"?, "hooks": [{"type": "command",
 "command": ...}]}]}}``. Engram's entries are recognised by the marker comment that ends their
@@ -36,6 +40,13 @@ CONTEXT_TIMEOUT_S = 30
 # Recall at session start: enough to orient, small enough to leave the context window alone.
 CONTEXT_K = 8
 CONTEXT_BUDGET = 1500
+# Recall for each prompt: a few memories that clear the relevance floor, or nothing. The assistant
+# waits for it before every turn, so it is small and has a time limit of its own (engram gives up
+# after PROMPT_TIME_LIMIT_S and prints nothing); the assistant's own timeout is a wider backstop.
+PROMPT_K = 3
+PROMPT_BUDGET = 400
+PROMPT_TIME_LIMIT_S = 5.0
+PROMPT_TIMEOUT_S = 15
 
 
 @dataclass(frozen=True)
@@ -55,6 +66,7 @@ class Assistant:
     named: bool = False  # hooks carry a "name" (Gemini lists and toggles them by it)
     after_install: str | None = None  # what the person still has to do
     context_event: str = "SessionStart"
+    prompt_event: str = "UserPromptSubmit"  # fired with each prompt, before the model sees it
 
     def user_settings(self, env: Mapping[str, str] | None = None) -> Path:
         env = os.environ if env is None else env
@@ -87,6 +99,7 @@ ASSISTANTS: dict[str, Assistant] = {
             project_dir_env="GEMINI_PROJECT_DIR",
             ingest_event="SessionEnd",
             context_as_json=True,
+            prompt_event="BeforeAgent",
             timeout_unit=1000,
             named=True,
             after_install="Gemini CLI reads a project's .gemini/settings.json only in a trusted folder; "
@@ -139,8 +152,9 @@ def _command_line(text: str) -> str:
     return f"{text} # {MARKER}"
 
 
-def wanted_hooks(a: Assistant, engram: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-    """Engram's hook entries for ``a``, by event, in the assistant's own spelling."""
+def wanted_hooks(a: Assistant, engram: Sequence[str], *, per_prompt: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """Engram's hook entries for ``a``, by event, in the assistant's own spelling (``per_prompt``: with
+    the hook that recalls for each prompt)."""
     # --hook: a failure is noted in hooks.log, which `engram doctor` reads (the output goes nowhere).
     context_cmd = [*engram, "--hook", f"{a.name}:{a.context_event}", "hooks", "context", a.name]
     context: dict[str, Any] = {"type": "command", "command": _command_line(shell_join(context_cmd))}
@@ -153,14 +167,25 @@ def wanted_hooks(a: Assistant, engram: Sequence[str]) -> dict[str, list[dict[str
         "type": "command",
         "command": _command_line(f"nohup {shell_join(ingest_cmd)} </dev/null >/dev/null 2>&1 &"),
     }
+    prompt_cmd = [*engram, "--hook", f"{a.name}:{a.prompt_event}", "hooks", "prompt", a.name]
+    prompt: dict[str, Any] = {"type": "command", "command": _command_line(shell_join(prompt_cmd))}
     if a.timeout_unit is not None:
         context["timeout"] = CONTEXT_TIMEOUT_S * a.timeout_unit
+        prompt["timeout"] = PROMPT_TIMEOUT_S * a.timeout_unit
     if a.named:
         context = {"name": "engram-context", **context}
         ingest = {"name": "engram-ingest", **ingest}
+        prompt = {"name": "engram-prompt", **prompt}
     wanted: dict[str, list[dict[str, Any]]] = {a.context_event: [context]}
     wanted.setdefault(a.ingest_event, []).append(ingest)
+    if per_prompt:
+        wanted.setdefault(a.prompt_event, []).append(prompt)
     return wanted
+
+
+def _has_prompt_hook(a: Assistant, data: Mapping[str, Any]) -> bool:
+    """Whether engram's per-prompt hook is among the hooks of ``data``."""
+    return any(" hooks prompt " in str(h.get("command")) for h in _ours(data).get(a.prompt_event, []))
 
 
 @dataclass
@@ -271,10 +296,16 @@ def _save(path: Path, data: dict[str, Any], text: str | None) -> Path | None:
     return backup
 
 
-def install(a: Assistant, path: Path, engram: Sequence[str]) -> SettingsChange:
-    """Merge engram's hooks into ``path``, keeping every other key and hook; idempotent."""
+def install(a: Assistant, path: Path, engram: Sequence[str], *, per_prompt: bool | None = None) -> SettingsChange:
+    """Merge engram's hooks into ``path``, keeping every other key and hook; idempotent.
+
+    ``per_prompt`` adds (True) or leaves out (False) the hook that recalls for each prompt; None
+    keeps whatever is installed, so that installing again (after engram moved) changes nothing else.
+    """
     data, text = _load(path)
-    wanted = wanted_hooks(a, engram)
+    if per_prompt is None:
+        per_prompt = _has_prompt_hook(a, data)
+    wanted = wanted_hooks(a, engram, per_prompt=per_prompt)
     present = _ours(data)
     if present == wanted:
         return SettingsChange(a.name, path, "unchanged", list(wanted), next_step=a.after_install)
@@ -321,3 +352,41 @@ def project_dir(a: Assistant, explicit: Path | None, env: Mapping[str, str] | No
     if a.project_dir_env and env.get(a.project_dir_env):
         return Path(env[a.project_dir_env])
     return Path.cwd()
+
+
+@dataclass(frozen=True)
+class PromptEvent:
+    """What a per-prompt hook was handed: the prompt, and the directory the assistant runs in."""
+
+    prompt: str
+    cwd: Path | None
+
+
+# A prompt that is a command to the assistant itself (`/clear`, `/model opus`) asks nothing of memory.
+_SLASH_COMMAND = re.compile(r"^/[\w:.-]+(\s|$)")
+
+
+def prompt_event(payload: str) -> PromptEvent:
+    """The prompt in a per-prompt hook's stdin: a JSON object's ``prompt`` (and ``cwd``), else the text itself.
+
+    All three assistants send JSON; plain text is accepted so the hook can be tried by hand
+    (``echo "how do we deploy?" | engram hooks prompt claude-code``).
+    """
+    text = payload.strip()
+    try:
+        data = json.loads(text) if text.startswith("{") else None
+    except json.JSONDecodeError:
+        data = None
+    if not isinstance(data, dict):
+        return PromptEvent(text, None)
+    prompt = data.get("prompt")
+    cwd = data.get("cwd")
+    return PromptEvent(
+        prompt.strip() if isinstance(prompt, str) else "",
+        Path(cwd) if isinstance(cwd, str) and cwd else None,
+    )
+
+
+def asks_memory(prompt: str) -> bool:
+    """Whether recall is worth running for ``prompt``: not empty, not an assistant's own slash command."""
+    return bool(prompt) and _SLASH_COMMAND.match(prompt) is None
