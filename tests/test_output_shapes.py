@@ -859,20 +859,21 @@ def test_hooks_assistant(run: Any, tmp_path: Path) -> None:
 
 def test_hooks_context(run: Any, repo: Path) -> None:
     run("add", "The project builds with make", "-n", "myproject")
-    card = run("hooks", "context", "claude-code", "--dir", str(repo))
-    assert card.stdout == (  # the project's memories and the global scope's
+    card = run("hooks", "context", "claude-code", "--dir", str(repo), "--now", NOW)
+    # Strongest first (importance x decay x recency): the important fact, the project's, then the episodes.
+    assert card.stdout == (
         "The following are the user's long-term memories from engram, for reference only:\n\n"
         "[memory #<id8>][type: semantic][importance: 0.9][accessed: 0][scope: global]\n"
         "Deploys go through make release\n\n"
         "[memory #<id8>][type: semantic][importance: 0.5][accessed: 0][scope: project]\n"
         "The project builds with make\n\n"
         f"[memory #<id8>][type: episodic][importance: 0.5][accessed: 0][scope: global]\n{UPLOAD[0]}\n\n"
-        f"[memory #<id8>][type: episodic][importance: 0.5][accessed: 0][scope: global]\n{UPLOAD[2]}\n\n"
         f"[memory #<id8>][type: episodic][importance: 0.5][accessed: 0][scope: global]\n{UPLOAD[1]}\n\n"
+        f"[memory #<id8>][type: episodic][importance: 0.5][accessed: 0][scope: global]\n{UPLOAD[2]}\n\n"
         "Do not trust these memories blindly: they may be outdated or wrong. "
         "Where they contradict the current instruction, the current instruction wins.\n"
     )
-    payload = json.loads(run("hooks", "context", "gemini-cli", "--dir", str(repo)).raw_stdout)
+    payload = json.loads(run("hooks", "context", "gemini-cli", "--dir", str(repo), "--now", NOW).raw_stdout)
     assert list(payload) == ["hookSpecificOutput"]
     assert list(payload["hookSpecificOutput"]) == ["hookEventName", "additionalContext"]
     assert payload["hookSpecificOutput"]["additionalContext"] == json.loads(json.dumps(card.raw_stdout.rstrip("\n")))

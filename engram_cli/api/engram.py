@@ -13,6 +13,7 @@ from typing import Any, TypedDict, Unpack
 import numpy as np
 
 from engram_cli import config as configmod
+from engram_cli import timeutil
 from engram_cli.api import scope as scopemod
 from engram_cli.api.results import Inspection, NamespaceListing, Page
 from engram_cli.doctor import ModelListing
@@ -20,6 +21,7 @@ from engram_cli.errors import EngramError, InvalidInput, ModelError, UsageError
 from engram_cli.ingest.port import IngestPort
 from engram_cli.ingest.report import IngestReport
 from engram_cli.memory import audit as auditmod
+from engram_cli.memory import cards as cardsmod
 from engram_cli.memory import compact as compactmod
 from engram_cli.memory import decay as decaymod
 from engram_cli.memory import edit as editmod
@@ -435,6 +437,22 @@ class Engram:
             hit.scope = self.scope.of(hit.memory.namespace)
             hit.explain["scope"] = {"scope": hit.scope, "namespace": hit.memory.namespace}
         return hits
+
+    def card(self, k: int = 8, *, now: str | None = None) -> builtins.list[cardsmod.CardEntry]:
+        """What a new session in the :attr:`scope` should start with: no query, the ``k`` strongest memories.
+
+        Strength is importance x decay (from when it was learned or last used) x recency (of when it
+        happened), over the project and the global scope together (the global scope holds at most half
+        the places while the project can fill them); near-copies appear once. Reading is not an access.
+        """
+        entries = cardsmod.session_card(
+            self.store, self.scope.namespaces, k=k,
+            moment=parse_time(now, param="now") if now else timeutil.now(),
+            half_lives=self.settings.decay.half_life_days.by_type(), global_namespace=self.scope.global_ns,
+        )  # fmt: skip
+        for entry in entries:
+            entry.scope = self.scope.of(entry.memory.namespace)
+        return entries
 
     def _check_no_global(self, filters: Filters | None, namespace: Any, criteria: Criteria) -> None:
         """``no_global`` narrows the default scope to the project: it needs one, and no other choice of namespace."""

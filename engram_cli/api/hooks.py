@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from engram_cli.api.results import SessionContext
 from engram_cli.config import Paths
-from engram_cli.errors import EngramError
+from engram_cli.errors import EngramError, InvalidInput
+from engram_cli.ingest.limits import Abandoned, hard_stop
 from engram_cli.integrations import assistants, check_database, engram_command, hooklog
 from engram_cli.integrations import git as githook
 from engram_cli.integrations import schedule as schedmod
@@ -42,6 +43,7 @@ __all__ = [
     "SettingsChange",
     "install_assistant",
     "install_git",
+    "prompt_context",
     "record_hook_failure",
     "schedule",
     "session_context",
@@ -89,22 +91,63 @@ def session_context(
     directory: Path | None = None,
     k: int = CONTEXT_K,
     budget: int = CONTEXT_BUDGET,
+    now: str | None = None,
 ) -> SessionContext:
-    """The project's and the person's memories for a new session of assistant ``name``; never fails.
+    """The card a new session of assistant ``name`` starts with; never fails once the project is known.
 
-    The project is the assistant's project directory's git repository (its directory name is the
-    namespace and the query, so importance and freshness decide); the global scope comes with it.
-    Reading is not an access. Without a database there is nothing to say (and no reason to create
-    one); a store that cannot be read is the result's ``problem``.
+    No query (nobody has asked anything yet): the strongest memories of the project (the assistant's
+    project directory's git repository) and of the global scope, by importance x decay x recency
+    (:meth:`Engram.card`), as of ``now`` (default: now). Reading is not an access. Without a database
+    there is nothing to say (and no reason to create one); a store that cannot be read is the result's
+    ``problem``.
     """
     a = assistants.assistant(name)
     namespace = project_namespace(assistants.project_dir(a, directory))
-    context = SessionContext([], budget=budget, as_hook_json=a.context_as_json)
+    context = SessionContext([], budget=budget, as_hook_json=a.context_as_json, event=a.context_event)
     if not paths.db.exists():
         return context
     try:
-        # The project's memories and the person's (global), as a recall run in the project would find them.
-        context.hits = engram().scoped(Scope(namespace)).recall(namespace, k=k, bump=False)
+        context.hits = engram().scoped(Scope(namespace)).card(k, now=now)
+    except EngramError as exc:
+        context.problem = exc
+    return context
+
+
+def prompt_context(
+    name: str,
+    paths: Paths,
+    engram: Callable[[], Engram],
+    payload: str,
+    *,
+    directory: Path | None = None,
+) -> SessionContext:
+    """What the per-prompt hook adds to a prompt: the memories relevant to it, or nothing; never fails.
+
+    ``payload`` is what the assistant hands the hook on stdin (JSON with ``prompt`` and ``cwd``, or the
+    prompt as text). The prompt is recalled in its project and the global scope, and only hits at least
+    ``hooks.prompt_min_relevance`` likely to be relevant are kept (at most ``hooks.prompt_k``, within
+    ``hooks.prompt_budget`` tokens); they count as accessed, since they are put before the model. A
+    slash command or an empty prompt asks nothing. Past ``hooks.prompt_time_limit_s`` engram gives up
+    and the problem says so: the prompt goes on without memories rather than wait.
+    """
+    a = assistants.assistant(name)
+    event = assistants.prompt_event(payload)
+    namespace = project_namespace(assistants.project_dir(a, directory or event.cwd))
+    context = SessionContext([], budget=0, as_hook_json=a.context_as_json, event=a.prompt_event)
+    if not paths.db.exists() or not assistants.asks_memory(event.prompt):
+        return context
+    try:
+        mem = engram().scoped(Scope(namespace))
+        limits = mem.settings.hooks
+        context.budget = limits.prompt_budget
+        with hard_stop(limits.prompt_time_limit_s):
+            context.hits = mem.recall(event.prompt, k=limits.prompt_k, min_relevance=limits.prompt_min_relevance)
+    except Abandoned:
+        context.hits = []
+        context.problem = InvalidInput(
+            "gave up on recall for this prompt: it took longer than hooks.prompt_time_limit_s",
+            hint="raise hooks.prompt_time_limit_s, or see `engram doctor` for what is slow",
+        )
     except EngramError as exc:
         context.problem = exc
     return context

@@ -7,6 +7,7 @@ JSON form is the same as the engine object's (a list of memories, of hits, of ev
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from engram_cli.serialize import to_json
 
 if TYPE_CHECKING:
     from engram_cli.errors import EngramError
+    from engram_cli.memory.cards import Carded
     from engram_cli.memory.evaluation import EvalReport
     from engram_cli.memory.manage import ForgetResult
     from engram_cli.memory.model import Event, Memory
@@ -134,13 +136,15 @@ class EvalRun:
 
 @dataclass
 class SessionContext:
-    """`hooks context`: the memories a new session starts with, in the assistant's format."""
+    """`hooks context` and `hooks prompt`: the memories a session starts with, or a prompt gets, as the
+    assistant wants them."""
 
-    hits: list[Hit]
+    hits: Sequence[Carded]
     budget: int
     as_hook_json: bool  # the assistant wants {"hookSpecificOutput": …} rather than plain text
     # Why there are no memories when reading them failed: a session must start all the same.
     problem: EngramError | None = None
+    event: str = "SessionStart"  # the assistant's event, named in its JSON output
 
 
 @dataclass

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from engram_cli.api import hooks
-from engram_cli.cli.common import JsonOpt, app_context, show
+from engram_cli.cli.common import JsonOpt, app_context, read_stdin, show
 
 RepoOpt = Annotated[
     Path | None, typer.Option("--repo", metavar="PATH", help="The repository (default: the current directory's).")
@@ -123,16 +123,43 @@ def context(
     budget: Annotated[
         int, typer.Option("--budget", min=1, help="Stop before this many tokens.")
     ] = hooks.CONTEXT_BUDGET,
+    now: Annotated[
+        str | None, typer.Option("--now", help="Judge ages as of this time (ISO 8601): for tests and backfills.")
+    ] = None,
 ) -> None:
-    """What a SessionStart hook runs: the project's and the global memories as a card, in the assistant's format.
+    """What a SessionStart hook runs: the project's and your global memories as a card, in the assistant's format.
 
-    The namespace is the project's git repository directory name, read with the global scope; the
-    query is that name, so importance and freshness decide. Reading does not count as an access.
-    Prints nothing when there is nothing to say, and never fails the session: a problem is one line
-    on stderr.
+    No query: the strongest memories by importance x decay x recency, the global scope holding at most
+    half the places while the project can fill them, near-copies once, within the budget. Reading does
+    not count as an access. Prints nothing when there is nothing to say, and never fails the session: a
+    problem is one line on stderr.
     """
     state = app_context(ctx)
-    result = hooks.session_context(name, state.paths, state.engram, directory=directory, k=k, budget=budget)
+    result = hooks.session_context(name, state.paths, state.engram, directory=directory, k=k, budget=budget, now=now)
+    show(ctx, result)
+    if result.problem is not None and state.hook:
+        state.record_hook_failure(result.problem.exit_code, result.problem.message)
+
+
+@hooks_app.command("prompt")
+def prompt(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(metavar="ASSISTANT", help=f"{', '.join(hooks.ASSISTANTS)}.")],
+    directory: Annotated[
+        Path | None,
+        typer.Option("--dir", metavar="PATH", help="The project (default: the hook's cwd, or the assistant's)."),
+    ] = None,
+) -> None:
+    """What a per-prompt hook runs: the memories relevant to the prompt on stdin, or nothing.
+
+    Reads the assistant's hook JSON (`prompt`, `cwd`) or plain text from stdin, recalls it in the
+    project and the global scope, and prints only hits at least hooks.prompt_min_relevance likely to be
+    relevant (at most hooks.prompt_k, within hooks.prompt_budget tokens) as a card in the assistant's
+    format. Prints nothing when nothing is relevant, for slash commands, and past
+    hooks.prompt_time_limit_s; never fails the prompt: a problem is one line on stderr.
+    """
+    state = app_context(ctx)
+    result = hooks.prompt_context(name, state.paths, state.engram, read_stdin(), directory=directory)
     show(ctx, result)
     if result.problem is not None and state.hook:
         state.record_hook_failure(result.problem.exit_code, result.problem.message)

@@ -40,12 +40,8 @@ CONTEXT_TIMEOUT_S = 30
 # Recall at session start: enough to orient, small enough to leave the context window alone.
 CONTEXT_K = 8
 CONTEXT_BUDGET = 1500
-# Recall for each prompt: a few memories that clear the relevance floor, or nothing. The assistant
-# waits for it before every turn, so it is small and has a time limit of its own (engram gives up
-# after PROMPT_TIME_LIMIT_S and prints nothing); the assistant's own timeout is a wider backstop.
-PROMPT_K = 3
-PROMPT_BUDGET = 400
-PROMPT_TIME_LIMIT_S = 5.0
+# The assistant's own timeout for the per-prompt hook: a backstop well beyond the time limit engram
+# sets itself (hooks.prompt_time_limit_s), after which it prints nothing.
 PROMPT_TIMEOUT_S = 15
 
 

@@ -11,6 +11,7 @@ from engram_cli.render.console import clip, console, escape, note, out, short, s
 
 if TYPE_CHECKING:
     from engram_cli.api.results import Recalled, SessionContext
+    from engram_cli.memory.cards import Carded
     from engram_cli.memory.model import Memory
     from engram_cli.memory.recall import Hit
 
@@ -42,17 +43,18 @@ def card_block(memory: Memory, scope: str | None = None, relevance: float | None
     return f"{head}\n{memory.content}"
 
 
-def cards(hits: Sequence[Hit], *, budget: int | None = None, relevance: bool = True) -> str:
-    """The prompt block: header, one block per memory, footer; stops before ``budget`` tokens.
+def cards(hits: Sequence[Carded], *, budget: int | None = None) -> str:
+    """The prompt block: header, one block per memory, footer; within ``budget`` tokens.
 
-    ``relevance``: say each hit's chance of being relevant (meaningless when no query chose them)."""
+    A memory too long for what is left of the budget is skipped, and a shorter one after it may
+    still fit. Each says its scope, and its chance of being relevant when a question chose it."""
     used = estimate_tokens(CARD_HEADER) + estimate_tokens(CARD_FOOTER)
     blocks: list[str] = []
     for hit in hits:
-        block = card_block(hit.memory, hit.scope, hit.relevance if relevance else None)
+        block = card_block(hit.memory, hit.scope, hit.relevance)
         cost = estimate_tokens(block) + 1
         if budget is not None and used + cost > budget:
-            break
+            continue
         blocks.append(block)
         used += cost
     if not blocks:
@@ -123,14 +125,15 @@ def recalled(result: Recalled, *, fmt: str = "table", explain: bool = False, bud
 
 
 def session_context(context: SessionContext) -> None:
-    """The memory card an assistant adds to a new session's context; nothing at all when there is none."""
+    """The memory card an assistant adds to a session's (or a prompt's) context; nothing at all when there is none."""
     if context.problem is not None:
-        note(f"engram: no memories for this session: {context.problem.message}")
+        note(f"engram: no memories for this {'session' if context.event == 'SessionStart' else 'prompt'}: "
+             f"{context.problem.message}")  # fmt: skip
         return
-    text = cards(context.hits, budget=context.budget, relevance=False)
+    text = cards(context.hits, budget=context.budget)
     if not text:
         return
     if context.as_hook_json:
-        out(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}))
+        out(json.dumps({"hookSpecificOutput": {"hookEventName": context.event, "additionalContext": text}}))
     else:
         out(text)

@@ -497,6 +497,15 @@ class Memories:
             params.extend([limit, offset])
         return [int(r[0]) for r in self.store.rows(sql, params)]
 
+    def strongest(self, namespace: str, limit: int) -> list[int]:
+        """Up to ``limit`` active memories of ``namespace``, by stored importance x decay_score (pks)."""
+        rows = self.store.rows(
+            "SELECT pk FROM memories WHERE namespace = ? AND status = 'active' "
+            "ORDER BY importance * decay_score DESC, pk DESC LIMIT ?",
+            (namespace, limit),
+        )
+        return [int(r[0]) for r in rows]
+
     def passing(self, pks: Sequence[int], filters: Filters) -> set[int]:
         """Which of ``pks`` pass ``filters``."""
         clause, params = where(filters)
