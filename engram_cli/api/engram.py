@@ -26,6 +26,7 @@ from engram_cli.memory import compact as compactmod
 from engram_cli.memory import decay as decaymod
 from engram_cli.memory import edit as editmod
 from engram_cli.memory import evaluation as evalmod
+from engram_cli.memory import evidence as evidencemod
 from engram_cli.memory import keys as keysmod
 from engram_cli.memory import manage, remember, transfer
 from engram_cli.memory import namespaces as nsmod
@@ -738,7 +739,14 @@ class Engram:
             extract_command=self.settings.extract.command.strip(),
             extract_timeout=self.settings.extract.timeout_s,
             contact=self.settings.redact.contact_details,
+            keep_evidence=self.settings.evidence.keep,
+            evidence_bounds=self.evidence_bounds(),
         )
+
+    def evidence_bounds(self) -> evidencemod.Bounds:
+        """How much evidence is kept, from the ``evidence.*`` settings."""
+        cfg = self.settings.evidence
+        return evidencemod.Bounds(max_per_namespace=cfg.max_per_namespace, max_age_days=cfg.max_age_days)
 
     @classmethod
     def open_dataset(

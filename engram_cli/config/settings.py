@@ -116,6 +116,22 @@ class Extract:
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """The conversation as evidence: the substantive turns of ingested sessions, kept (redacted) beside memories."""
+
+    keep: bool = setting(True, "keep the substantive turns of ingested sessions as evidence (redacted)")
+    fill: bool = setting(
+        True, "recall fills the places that fewer than k relevant memories left with evidence hits"
+    )
+    max_per_namespace: int = setting(
+        20000, "most evidence turns kept per namespace; beyond it the oldest go (those no memory came from first); 0 = no cap"
+    )
+    max_age_days: float = setting(
+        365.0, "`decay` and `compact` delete evidence learned longer ago than this; 0 = kept until the cap"
+    )
+
+
+@dataclass(frozen=True)
 class Store:
     busy_timeout_ms: int = setting(10000, "how long a writer waits for another")
 
@@ -179,6 +195,7 @@ class Settings:
     compact: Compact = field(default_factory=Compact)
     summarizer: Summarizer = field(default_factory=Summarizer)
     extract: Extract = field(default_factory=Extract)
+    evidence: Evidence = field(default_factory=Evidence)
     store: Store = field(default_factory=Store)
     audit: Audit = field(default_factory=Audit)
     redact: Redact = field(default_factory=Redact)

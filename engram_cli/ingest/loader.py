@@ -28,14 +28,16 @@ import numpy as np
 
 from engram_cli import external, jsonl
 from engram_cli.errors import EngramError, InvalidInput, NotFound, UsageError
-from engram_cli.ingest import SOURCES, files, importer, limits
+from engram_cli.ingest import SOURCES, conversation, files, importer, limits
 from engram_cli.ingest.base import Batch, Cursor, Importer, Session
 from engram_cli.ingest.extract import Item, extract
 from engram_cli.ingest.port import IngestPort
 from engram_cli.ingest.report import IngestReport, Planned, SourceReport, describe
 from engram_cli.ingest.scrub import scrub
+from engram_cli.ingest.turns import TurnText, turns
 from engram_cli.lang import redact
 from engram_cli.lang import text as textmod
+from engram_cli.memory import evidence as evidencemod
 from engram_cli.memory import records, remember
 from engram_cli.memory.model import MEMORY_TYPES
 from engram_cli.project import GLOBAL_NAMESPACE, project_namespace
@@ -198,6 +200,8 @@ class _FilePlan:
     sessions: list[tuple[Session, str, list[Item], dict[str, Any]]]
     # item key -> fields a ready-made record sets itself (namespace, agent, metadata …)
     extras: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    # session key -> the turns of it kept as evidence
+    turns: dict[str, list[TurnText]] = field(default_factory=dict)
 
 
 class Loader:
@@ -303,7 +307,8 @@ class Loader:
                 report.redacted.update(f.kind for f in found)
             planned.append((session, namespace, [i for i in items if i.content.strip()], digest))
             report.sessions += 1
-        return _FilePlan(key, batch, planned, extras)
+        kept = {s.key: turns(s) for s in batch.sessions} if self.port.keep_evidence else {}
+        return _FilePlan(key, batch, planned, extras, kept)
 
     # writing (one transaction per file)
 
@@ -362,6 +367,12 @@ class Loader:
                     planned.action = "unchanged"
                     report.skipped["unusable memory"] += 1
                     report.notes.append(f"{plan.path} {session.key} {item.key}: {exc.message}")
+        talk = [
+            conversation.plan(self.store, imp.name, session, project_ns, plan.turns[session.key])
+            for session, project_ns, _, _ in plan.sessions
+            if plan.turns.get(session.key)
+        ]
+        report.evidence += sum(len(t.new) for t in talk)
         if self.dry_run:
             return
         # Embed outside the write transaction so other writers wait for our rows, not our model.
@@ -369,8 +380,11 @@ class Loader:
         writer = self.writer()
         vectors = writer.embed(texts) if texts else np.zeros((0, writer.dim), dtype=np.float32)
         cache = dict(zip(texts, vectors, strict=True))
+        passages = conversation.passages(talk)
+        turn_vectors = writer.embed(passages) if passages else np.zeros((0, writer.dim), dtype=np.float32)
         writer = with_vectors(writer, cache)
         at = iso_now()
+        made: list[tuple[str, Item, str]] = []  # (session, item, the memory it is in)
         with self.store.write():
             for start in range(0, len(new), WRITE_BATCH):
                 chunk = new[start : start + WRITE_BATCH]
@@ -379,11 +393,41 @@ class Loader:
                     planned.action = result.action
                     planned.memory_id = result.memory.id
                     self._remember_item(imp.name, session.key, item, result.memory.id, at)
+                    made.append((session.key, item, result.memory.id))
             for planned, memory_id, item in rewrites:
                 self._rewrite(planned, memory_id, item, cache[item.content], imp.name, at)
+            if talk:
+                conversation.write(self.store, talk, turn_vectors, writer.model_id, at, contact=self.contact)
+                self._link(talk, plan, imp.name, made)
+                touched = sorted({t.namespace for t in talk})
+                bounds = replace(self.port.evidence_bounds, max_age_days=0.0)
+                evidencemod.prune(self.store, bounds, namespaces=touched)
             for session, namespace, _, digest in plan.sessions:
                 save_digest(self.store, imp.name, session, namespace, digest)
             save_cursor(self.store, imp.name, plan.batch.cursor)
+
+    def _link(
+        self, talk: list[conversation.SessionTurns], plan: _FilePlan, source: str, made: list[tuple[str, Item, str]]
+    ) -> None:
+        """Tie each memory of the file (new, rewritten or already stored) to the turns it was made from."""
+        by_session = {t.session: t for t in talk}
+        seen = {(session, item.key) for session, item, _ in made}
+        for session, _, items, _ in plan.sessions:
+            for item in items:
+                if (session.key, item.key) in seen:
+                    continue
+                known = self.store.ingest.known_item(source, session.key, item.key)
+                if known is not None:
+                    made.append((session.key, item, known.memory_id))
+        for session_key, item, memory_id in made:
+            planned = by_session.get(session_key)
+            if planned is None:
+                continue
+            try:
+                pk = records.resolve_pk(self.store, memory_id)
+            except NotFound:
+                continue  # forgotten with --hard meanwhile
+            conversation.link(self.store, planned, item, pk)
 
     def _remember_item(self, source: str, session: str, item: Item, memory_id: str, at: str) -> None:
         self.store.ingest.remember_item(

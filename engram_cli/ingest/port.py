@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engram_cli.memory import remember
+from engram_cli.memory.evidence import Bounds
 from engram_cli.store.db import Store
 
 
@@ -25,3 +26,5 @@ class IngestPort:
     extract_command: str  # empty: the built-in rules
     extract_timeout: float  # seconds extract.command may take per session
     contact: bool  # redact e-mail addresses and phone numbers too
+    keep_evidence: bool  # keep the sessions' substantive turns as evidence
+    evidence_bounds: Bounds  # how much evidence a namespace keeps

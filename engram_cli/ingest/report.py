@@ -40,6 +40,7 @@ class SourceReport:
     files: int = 0
     changed: int = 0
     sessions: int = 0
+    evidence: int = 0  # turns kept as evidence (that a dry run would keep)
     memories: list[Planned] = field(default_factory=list)
     redacted: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
@@ -66,6 +67,7 @@ class SourceReport:
             "files": self.files,
             "changed_files": self.changed,
             "sessions": self.sessions,
+            "evidence": self.evidence,
             "created": self.count("created", "new"),
             "merged": self.count("merged", "duplicate"),
             "updated": self.count("updated"),

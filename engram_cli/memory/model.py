@@ -241,3 +241,34 @@ class Event:
     before: dict[str, Any] | None
     after: dict[str, Any] | None
     note: str | None
+
+
+# What a kept turn of a conversation was: something asked, an answer's prose, a failing command with its
+# error line, or a change made to files.
+TURN_KINDS = ("request", "answer", "error", "change")
+
+
+@dataclass
+class Turn:
+    """One substantive turn of an ingested session, kept (redacted) as evidence: never a memory of its own."""
+
+    json_keys: ClassVar[tuple[str, ...]] = (
+        "pk", "kind", "content", "namespace", "source", "session", "occurred_at", "learned_at",
+        "embedding_model",
+    )  # fmt: skip
+
+    pk: int = field(metadata=json_meta(key="evidence_id"))
+    namespace: str
+    source: str  # the importer that read it
+    session: str  # the session's key within its source
+    kind: str  # one of TURN_KINDS
+    content: str
+    occurred_at: str | None
+    learned_at: str
+    seq: int = field(default=0, metadata=json_meta(omit=True))
+    embedding_model: str | None = None
+
+    @property
+    def where(self) -> str:
+        """The session it was said in, as `source:session`."""
+        return f"{self.source}:{self.session}"

@@ -16,6 +16,7 @@ from engram_cli.config.settings import Settings
 from engram_cli.errors import DatabaseDamaged, ReadOnlyDatabase, StoreError
 from engram_cli.store.database import SQLITE_HEADER, Database, damaged, read_only_error
 from engram_cli.store.events import Events
+from engram_cli.store.evidence import EvidenceRows
 from engram_cli.store.ingest_state import IngestState
 from engram_cli.store.keywords import Keywords
 from engram_cli.store.maintenance import Maintenance
@@ -34,7 +35,8 @@ class Store(Database):
     The engine reads and writes through the repositories it exposes, one per area:
     ``memories`` (rows, tags, selection by Filters), ``sources``, ``events``, ``keywords`` (the
     FTS5 index), ``vectors`` (a vec0 table per model), ``maintenance`` (integrity, the WAL,
-    tables by name) and ``ingest`` (cursors, session digests, items). They hold every SQL
+    tables by name), ``ingest`` (cursors, session digests, items) and ``evidence`` (the kept turns of
+    ingested conversations). They hold every SQL
     statement; the engine holds the decisions.
     """
 
@@ -48,10 +50,12 @@ class Store(Database):
                                  vectors=self.vectors)  # fmt: skip
         self.maintenance = Maintenance(self)
         self.ingest = IngestState(self)
+        self.evidence = EvidenceRows(self, self.vectors)
 
     def _after_rollback(self) -> None:
         # A vector table made inside the rolled-back work is gone again.
         self.vectors.forget()
+        self.evidence.forget()
 
 
 def _prepare_file(path: Path, create_dirs: bool) -> None:

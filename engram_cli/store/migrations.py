@@ -337,9 +337,55 @@ def _m0004_keys_and_edits(conn: apsw.Connection) -> None:
     )
 
 
+def _m0005_evidence(conn: apsw.Connection) -> None:
+    # The conversation itself, not only what was distilled from it: a port, a flag or a reason said in a
+    # session could never be found again. One row per substantive turn of an ingested session (redacted
+    # before it gets here), keyed so that a log read twice keeps each turn once, and linked to the
+    # memories made from it. Its keyword index is a table of its own (recall's keyword evidence counts
+    # documents per index), and so are its vectors: a vec0 table per model named after the memories'
+    # (store.evidence.table_name), so that a memory KNN never wades through turns.
+    conn.execute(
+        """
+        CREATE TABLE evidence (
+            pk              INTEGER PRIMARY KEY,
+            namespace       TEXT NOT NULL,
+            source          TEXT NOT NULL,
+            session_key     TEXT NOT NULL,
+            turn_key        TEXT NOT NULL,
+            seq             INTEGER NOT NULL,
+            kind            TEXT NOT NULL CHECK (kind IN ('request', 'answer', 'error', 'change')),
+            content         TEXT NOT NULL CHECK (length(content) > 0),
+            content_hash    TEXT NOT NULL,
+            embedding_model TEXT,
+            occurred_at     TEXT,
+            learned_at      TEXT NOT NULL,
+            UNIQUE (source, session_key, turn_key)
+        );
+        CREATE INDEX evidence_by_session ON evidence (source, session_key, seq);
+        CREATE INDEX evidence_by_namespace ON evidence (namespace, learned_at);
+        CREATE INDEX evidence_by_model ON evidence (embedding_model);
+
+        CREATE TABLE evidence_links (
+            evidence_pk INTEGER NOT NULL REFERENCES evidence (pk) ON DELETE CASCADE,
+            memory_pk   INTEGER NOT NULL REFERENCES memories (pk) ON DELETE CASCADE,
+            PRIMARY KEY (evidence_pk, memory_pk)
+        ) WITHOUT ROWID;
+        CREATE INDEX evidence_links_by_memory ON evidence_links (memory_pk, evidence_pk);
+
+        CREATE VIRTUAL TABLE evidence_fts USING fts5(
+            terms,
+            content = '',
+            contentless_delete = 1,
+            tokenize = 'porter unicode61 remove_diacritics 2 tokenchars ''_'''
+        );
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "initial schema", _m0001_initial),
     Migration(2, "ingest cursors, sessions and items", _m0002_ingest),
     Migration(3, "scopes and learned time", _m0003_scopes_and_learned_time),
     Migration(4, "keyed facts and edits", _m0004_keys_and_edits),
+    Migration(5, "the conversation as evidence", _m0005_evidence),
 ]
