@@ -13,6 +13,7 @@ import pytest
 
 from engram_cli import Engram
 from engram_cli.embed import load_embedder
+from engram_cli.lang import text as textmod
 from engram_cli.memory.audit import NOT_SCANNED, SCANNED, index_table
 from engram_cli.memory.model import Source
 
@@ -176,6 +177,8 @@ def _text_columns(engram: Engram) -> dict[str, set[str]]:
 
 def test_every_text_column_of_the_schema_is_scanned_or_said_why_not(engram: Engram) -> None:
     engram.add(FACTS[0])  # a vector table and its shadow tables exist from the first memory on
+    ((model, dim),) = engram.store.rows("SELECT model_id, dim FROM embedding_models")
+    engram.store.evidence.ensure(str(model), int(dim))  # and the model's table of evidence vectors
     found = _text_columns(engram)
     assert {"memories", "sources", "events", "ingest_sessions", "ingest_cursors", "ingest_items"} <= set(found)
     listed = {t: set(SCANNED.get(t, {})) | set(NOT_SCANNED.get(t, {})) for t in set(SCANNED) | set(NOT_SCANNED)}
@@ -188,7 +191,10 @@ def test_every_text_column_of_the_schema_is_scanned_or_said_why_not(engram: Engr
     # The excepted tables are the keyword index, the vector tables and SQLite's own: nothing else.
     names = [str(r[0]) for r in engram.store.rows("SELECT name FROM sqlite_master WHERE type = 'table'")]
     skipped = sorted(set(names) - set(found))
-    assert skipped and all(n.startswith(("memory_fts", "vec_")) or n == "sqlite_sequence" for n in skipped)
+    assert "evidence" in found and "evidence_fts" in skipped  # the turns kept as evidence are scanned, their index not
+    assert skipped and all(
+        n.startswith(("memory_fts", "evidence_fts", "vec_")) or n == "sqlite_sequence" for n in skipped
+    )
     assert index_table("memory_notes", []) is None and index_table("vec_x_chunks", ["vec_x"]) is not None
 
 
@@ -261,14 +267,21 @@ def _plant_in_every_column(engram: Engram) -> list[str]:
             "VALUES ('codex', ?, ?, ?, 'h', ?)",
             (value("ingest_items.session_key"), value("ingest_items.item_key"), memory.id, memory.created_at),
         )
+        # A turn kept as evidence, with its keyword row holding the secret's terms as ingest would index them.
+        turn = store.evidence.insert(
+            namespace="global", source="codex", session=value("evidence.session_key"),
+            turn_key=value("evidence.turn_key"), seq=1, kind="request", content=value("evidence.content"),
+            content_hash="h", occurred_at=None, learned_at=memory.created_at,
+        )  # fmt: skip
+        store.evidence.put_terms(turn, textmod.index_text(value("evidence.content")))
     return [*raw.values(), ANTHROPIC, AWS_ID, DIGEST_PASSWORD]
 
 
 def test_fix_redacts_every_table_and_leaves_no_raw_byte(engram: Engram, cli: Any, db_path: Path) -> None:
     secrets = _plant_in_every_column(engram)
     check = engram.audit().check("secrets")
-    # One memory, one tombstone, and one row each of settings and the three ingest tables.
-    assert check.count == 6 and check.problem
+    # One memory, one tombstone, and one row each of settings, the three ingest tables and evidence.
+    assert check.count == 7 and check.problem
     assert set(check.details["columns"]) == {f"{t}.{c}" for t, columns in SCANNED.items() for c in columns}
     assert check.details["kinds"]["anthropic-key"] == 1 and check.details["kinds"]["aws-access-key-id"] == 1
     assert {e.get("table") for e in check.examples} >= {"settings", "ingest_sessions"}
@@ -282,7 +295,7 @@ def test_fix_redacts_every_table_and_leaves_no_raw_byte(engram: Engram, cli: Any
         assert raw not in shown
 
     fixed = engram.audit(fix=True)
-    assert (fixed.check("secrets").found, fixed.check("secrets").fixed, fixed.check("secrets").count) == (6, 6, 0)
+    assert (fixed.check("secrets").found, fixed.check("secrets").fixed, fixed.check("secrets").count) == (7, 7, 0)
     assert fixed.problems == []
     (digest,) = engram.store.rows("SELECT digest FROM ingest_sessions")[0]
     digest = json.loads(digest)
@@ -305,6 +318,11 @@ def test_fix_redacts_every_table_and_leaves_no_raw_byte(engram: Engram, cli: Any
             assert form.encode() not in blob, form
             assert form not in exported, form
     assert engram.audit().check("secrets").count == 0
+    # The redacted turn is found by its words again (re-indexed, re-embedded), and no longer by the secret.
+    ((pk, _),) = engram.store.evidence.search(["pushed"], None, 5)
+    turn = engram.store.evidence.load_many([pk])[pk]
+    assert turn.content == "pushed with [REDACTED:github-token]" and turn.embedding_model == engram.active_model
+    assert engram.store.evidence.search(textmod.query_terms(_secret_for("evidence.content")), None, 5) == []
 
 
 def test_a_redacted_key_that_meets_its_twin_replaces_it(engram: Engram, rows: Any) -> None:

@@ -139,6 +139,7 @@ DECAY_REPORT = {
     "changed": int,
     "archived": int,
     "silent_drifts": int,
+    "evidence_pruned": int,
     "changes": [DECAY_CHANGE],
 }
 COMPACT_REPORT = {
@@ -216,6 +217,7 @@ INGEST_REPORT = {
             "files": int,
             "changed_files": int,
             "sessions": int,
+            "evidence": int,
             "created": int,
             "merged": int,
             "updated": int,
@@ -550,7 +552,7 @@ def test_inspect(run: Any) -> None:
         '"source": "cli", "type": "semantic"}',
     ]
     data = run("inspect", run("list", "--json").json()[-1]["id"][:8], "--json").json()
-    assert_shape(data, {**MEMORY, "history": [EVENT], "score_factors": SCORE_FACTORS})
+    assert_shape(data, {**MEMORY, "history": [EVENT], "score_factors": SCORE_FACTORS, "evidence": []})
 
 
 def test_list(run: Any) -> None:

@@ -400,7 +400,7 @@ class Engram:
         self, query: str, k: int | None = None, namespace: str | Sequence[str] | None = None, *,
         filters: Filters | None = None, bump: bool | None = None, settings: RecallSettings | None = None,
         now: str | None = None, no_global: bool = False, min_relevance: float | None = None,
-        **criteria: Unpack[Criteria],
+        evidence: bool | None = None, **criteria: Unpack[Criteria],
     ) -> Hits:  # fmt: skip
         """The best memories for ``query``: filtered first, then ranked by fused ranks x importance x decay.
 
@@ -411,6 +411,11 @@ class Engram:
         ``min_relevance`` (default: the ``recall.min_relevance`` setting; 0 keeps all) are dropped, and
         only the hits returned count as accessed. On a read-only database the access counts are left as
         they are (``bump`` is ignored).
+
+        The turns of ingested conversations (evidence) come after the memories, in ``hits.evidence``:
+        by default (the ``evidence.fill`` setting) they fill the places of the ``k`` that relevant memories
+        left; ``evidence=True`` adds up to ``k`` of them whatever the memories found; ``evidence=False``
+        leaves them out.
         """
         if no_global:
             self._check_no_global(filters, namespace, criteria)
@@ -437,6 +442,29 @@ class Engram:
         for hit in hits:
             hit.scope = self.scope.of(hit.memory.namespace)
             hit.explain["scope"] = {"scope": hit.scope, "namespace": hit.memory.namespace}
+        wanted = k if k is not None else self.settings.recall.k
+        places = wanted if evidence else wanted - len(hits)
+        if evidence is False or (evidence is None and not self.settings.evidence.fill) or places < 1:
+            return hits
+        memory_only = evidencemod.memory_only(flt)
+        if memory_only:
+            if evidence:
+                raise UsageError(
+                    f"evidence (turns of conversations) has no {' or '.join(memory_only)} to filter on",
+                    hint="drop those filters to search the evidence, or drop `evidence`",
+                    param="evidence",
+                )
+            return hits
+        found, below = evidencemod.search(
+            self.store, query, k=places, filters=flt, embed_query=embed_query, candidates=settings.candidates,
+            rrf_k=settings.rrf_k, vector_weight=settings.vector_weight, keyword_weight=settings.keyword_weight,
+            min_relevance=settings.min_relevance, half_life_days=self.settings.decay.half_life_days.episodic,
+            at=parse_time(now, param="now") if now else None,
+        )  # fmt: skip
+        for turn_hit in found:
+            turn_hit.scope = self.scope.of(turn_hit.turn.namespace)
+        hits.evidence = found
+        hits.below.extend(below)
         return hits
 
     def card(self, k: int = 8, *, now: str | None = None) -> builtins.list[cardsmod.CardEntry]:
@@ -566,7 +594,7 @@ class Engram:
     def inspect(self, ref: str) -> Inspection:
         """One memory with its history and the parts of its score that do not depend on a query."""
         memory, events = self.history(ref)
-        return Inspection(memory, events, manage.score_factors(memory))
+        return Inspection(memory, events, manage.score_factors(memory), evidencemod.of_memory(self.store, memory.pk))
 
     def models(self) -> ModelListing:
         """The bundled models, the active one marked, with the number of this store's vectors each made."""
@@ -583,7 +611,11 @@ class Engram:
         half_lives = self.settings.decay.half_life_days.by_type()
         at = parse_time(now, param="now") if now else None
         namespaces = _namespaces(namespace)
-        return decaymod.run(self.store, half_lives, at=at, namespaces=namespaces, dry_run=dry_run)
+        report = decaymod.run(self.store, half_lives, at=at, namespaces=namespaces, dry_run=dry_run)
+        report.evidence_pruned = evidencemod.prune(
+            self.store, self.evidence_bounds(), namespaces=namespaces, at=at, dry_run=dry_run
+        )
+        return report
 
     def _cluster_thresholds(self, model_id: str) -> compactmod.Thresholds | None:
         """The configured cluster threshold (one for all scripts), else the model's calibrated ones."""
@@ -641,10 +673,17 @@ class Engram:
                 self.store, settings, embed_for, at=at, namespaces=namespaces, dry_run=dry_run, progress=progress
             )
 
+        def pruned(report: compactmod.CompactReport) -> compactmod.CompactReport:
+            # Evidence ages out with the episodes: compact's decay pass prunes it too.
+            gone = evidencemod.prune(self.store, self.evidence_bounds(), namespaces=namespaces, at=at, dry_run=dry_run)
+            if report.decay is not None:
+                report.decay.evidence_pruned = gone
+            return report
+
         if self.read_only:
-            return run()  # a dry run that writes nothing has nothing to keep apart (and no lock file can be made)
+            return pruned(run())  # a dry run that writes nothing has nothing to keep apart (no lock file)
         with exclusive(self.path, "compact"):
-            return run()
+            return pruned(run())
 
     def audit(
         self,

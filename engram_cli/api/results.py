@@ -18,8 +18,9 @@ if TYPE_CHECKING:
     from engram_cli.errors import EngramError
     from engram_cli.memory.cards import Carded
     from engram_cli.memory.evaluation import EvalReport
+    from engram_cli.memory.evidence import EvidenceHit
     from engram_cli.memory.manage import ForgetResult
-    from engram_cli.memory.model import Event, Memory
+    from engram_cli.memory.model import Event, Memory, Turn
     from engram_cli.memory.namespaces import NamespaceCount
     from engram_cli.memory.recall import Hit
     from engram_cli.project import Scope
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class Recalled:
-    """`recall`: the hits, best first."""
+    """`recall`: the hits, best first, then the evidence hits (turns of conversations), best first."""
 
     hits: list[Hit]
     # Set when access counts could not be updated because the database is read-only.
@@ -35,9 +36,11 @@ class Recalled:
     # How many candidates the relevance floor dropped, and the floor: with no hits left, "nothing relevant".
     held_back: int = 0
     floor: float = 0.0
+    evidence: list[EvidenceHit] = field(default_factory=list)
 
     def json_form(self, **options: Any) -> Any:
-        return to_json(self.hits, **options)
+        # One list: the memories, then the evidence hits, each of which says `"evidence": true`.
+        return to_json([*self.hits, *self.evidence], **options)
 
 
 @dataclass
@@ -74,11 +77,14 @@ class Inspection:
     memory: Memory
     events: list[Event]
     score_factors: dict[str, float | str]
+    # The turns of ingested conversations the memory was made from (evidence), in the order they were said.
+    evidence: list[Turn] = field(default_factory=list)
 
     def json_form(self, **options: Any) -> dict[str, Any]:
         data: dict[str, Any] = to_json(self.memory, **options)
         data["history"] = to_json(self.events, **options)
         data["score_factors"] = self.score_factors
+        data["evidence"] = to_json(self.evidence, **options)
         return data
 
 

@@ -145,12 +145,21 @@ def recall(
             "0 shows every hit).",
         ),
     ] = None,
+    evidence: Annotated[
+        bool | None,
+        typer.Option(
+            "--evidence/--no-evidence",
+            help="--evidence: also up to k turns of ingested conversations after the memories; --no-evidence: none "
+            "(default: config evidence.fill, turns fill the places relevant memories left).",
+        ),
+    ] = None,
 ) -> None:
     """Find the memories most relevant to QUERY (hybrid vector + keyword, weighed by importance and decay).
 
     In a git repository it searches that project and the global scope together; each hit says which.
     Each hit's relevance is the calibrated chance that it is relevant; hits under the floor are dropped,
-    and when none is left, recall says "nothing relevant" and counts no access.
+    and when none is left, recall says "nothing relevant" and counts no access. Turns of ingested
+    conversations (evidence) come after the memories, labelled as such and naming their session.
     """
     if query == "-":
         query = read_stdin()
@@ -161,10 +170,14 @@ def recall(
         all_namespaces=all_namespaces, agent=agent, type=mtype, tags=tag,
         since=since, until=until, accessed_since=accessed_since, accessed_until=accessed_until, session=session,
         embedding_model=model, include_archived=include_archived, include_superseded=include_superseded,
-        bump=False if no_touch else None, now=now, min_relevance=min_relevance,
+        bump=False if no_touch else None, now=now, min_relevance=min_relevance, evidence=evidence,
     )  # fmt: skip
     recalled = Recalled(
-        hits, read_only=engram.path if unbumped and hits else None, held_back=len(hits.below), floor=hits.floor
+        hits,
+        read_only=engram.path if unbumped and hits else None,
+        held_back=len(hits.below),
+        floor=hits.floor,
+        evidence=hits.evidence,
     )
     show(ctx, recalled, json=as_json or fmt == Format.json, fmt=fmt.value, explain=explain, budget=budget)
 

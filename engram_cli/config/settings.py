@@ -120,11 +120,10 @@ class Evidence:
     """The conversation as evidence: the substantive turns of ingested sessions, kept (redacted) beside memories."""
 
     keep: bool = setting(True, "keep the substantive turns of ingested sessions as evidence (redacted)")
-    fill: bool = setting(
-        True, "recall fills the places that fewer than k relevant memories left with evidence hits"
-    )
+    fill: bool = setting(True, "recall fills the places that fewer than k relevant memories left with evidence hits")
     max_per_namespace: int = setting(
-        20000, "most evidence turns kept per namespace; beyond it the oldest go (those no memory came from first); 0 = no cap"
+        20000,
+        "most evidence turns kept per namespace; beyond it the oldest go (those no memory came from first); 0 = no cap",
     )
     max_age_days: float = setting(
         365.0, "`decay` and `compact` delete evidence learned longer ago than this; 0 = kept until the cap"

@@ -105,9 +105,9 @@ def write(store: Store, plans: Sequence[SessionTurns], vectors: np.ndarray, mode
             store.evidence.put_vector(model_id, refresh.pk, next(rows), namespace=refresh.namespace, kind=refresh.kind)
     for p in plans:
         for turn in p.turns:
-            pk = store.evidence.pk_of(p.source, p.session, turn.key)
-            if pk is not None:
-                p.pks.setdefault(turn.message_id, []).append(pk)
+            found = store.evidence.pk_of(p.source, p.session, turn.key)
+            if found is not None:
+                p.pks.setdefault(turn.message_id, []).append(found)
     return written
 
 

@@ -534,6 +534,7 @@ def _write_cluster(store: Store, cluster: Cluster, settings: Settings, at: datet
     for m in members:
         # The episode's words stay searchable through the fact that now carries them.
         store.sources.add(pk, Source(kind="compact", ref=m.id, session=m.session, content=m.content), stamp)
+        store.evidence.copy_links(m.pk, pk)  # the fact was made from what its episodes were made from
         _archive_into(store, m, memory_id, stamp, f"consolidated into {memory_id[:8]}")
     records.reindex(store, pk)
     if host is None:
@@ -581,6 +582,7 @@ def _write_fold(store: Store, fold: Fold, stamp: str, rows: dict[int, Row]) -> b
     store.memories.add_tags(winner.pk, loser.tags)
     kind = "compact" if fold.kind == "joined" else "merged"
     store.sources.add(winner.pk, Source(kind=kind, ref=loser.id, session=loser.session, content=loser.content), stamp)
+    store.evidence.copy_links(loser.pk, winner.pk)
     records.reindex(store, winner.pk)
     note = (
         f"episode {loser.id[:8]} joined, cosine {fold.similarity:.4f}"

@@ -67,6 +67,7 @@ class DecayReport:
         "changed",
         "archived",
         "silent_drifts",
+        "evidence_pruned",
         "changes",
     )
 
@@ -74,6 +75,8 @@ class DecayReport:
     dry_run: bool
     scanned: int = 0
     changes: list[Change] = field(default_factory=list)
+    # Turns of conversations (evidence) deleted, or that a dry run would delete, for age or the cap.
+    evidence_pruned: int = 0
 
     step: float = EVENT_STEP
 

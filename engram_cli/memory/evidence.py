@@ -53,22 +53,27 @@ class Bounds:
     max_age_days: float  # 0: no age limit
 
 
-def prune(store: Store, bounds: Bounds, *, namespaces: Sequence[str] | None = None, at: datetime | None = None) -> int:
+def prune(
+    store: Store, bounds: Bounds, *, namespaces: Sequence[str] | None = None, at: datetime | None = None,
+    dry_run: bool = False,
+) -> int:  # fmt: skip
     """Delete the turns learned longer ago than the age limit, then the oldest past each namespace's cap.
 
     Within the caller's transaction if there is one. Turns no memory was made from go before those
-    some memory was. Returns how many turns went.
+    some memory was. Returns how many turns went (``dry_run``: would go, and nothing is deleted).
     """
-    gone = 0
-    with store.write():
+    with store.write() if not dry_run else store.read():
+        doomed: set[int] = set()
         if bounds.max_age_days > 0:
             cutoff = to_iso((at or now()) - timedelta(days=bounds.max_age_days))
-            gone += store.evidence.delete(store.evidence.learned_before(cutoff, namespaces))
+            doomed.update(store.evidence.learned_before(cutoff, namespaces))
         if bounds.max_per_namespace > 0:
             for namespace, count in sorted(store.evidence.counts_by_namespace(namespaces).items()):
                 if count > bounds.max_per_namespace:
-                    gone += store.evidence.delete(store.evidence.oldest_beyond(namespace, bounds.max_per_namespace))
-    return gone
+                    doomed.update(store.evidence.oldest_beyond(namespace, bounds.max_per_namespace))
+        if not dry_run and doomed:
+            store.evidence.delete(sorted(doomed))
+    return len(doomed)
 
 
 def of_memory(store: Store, memory_pk: int) -> list[Turn]:

@@ -15,6 +15,7 @@ import numpy as np
 from engram_cli.errors import InvalidInput, ModelError
 from engram_cli.lang import text as textmod
 from engram_cli.memory import compact as compactmod
+from engram_cli.memory import evidence as evidencemod
 from engram_cli.memory import records, repair
 from engram_cli.memory.model import Event, Filters, Memory
 from engram_cli.store.codec import dumps
@@ -150,10 +151,11 @@ class _Purger:
     consolidated episode's and each folded duplicate's text that way) or hold its exact text (a
     near duplicate ``add`` folded into another memory, kept as a supplement); sentences of it
     that a fact compact wrote quoted; strings of other memories' metadata that contain it (a
-    chat turn's neighbours are its ``context``, which its vector is made from); and the history
-    of other memories that quotes it. Other memories with the same words are not copies: they
-    were remembered in their own right (another namespace or agent) and are forgotten by their
-    own id.
+    chat turn's neighbours are its ``context``, which its vector is made from); the history of
+    other memories that quotes it; and the turns of conversations (evidence) it was made from that
+    no other memory was made from, with every turn that says its text word for word. Other
+    memories with the same words are not copies: they were remembered in their own right
+    (another namespace or agent) and are forgotten by their own id.
     """
 
     def __init__(self, store: Store, now: str, actor: str, embedder: Embedder | None) -> None:
@@ -167,6 +169,8 @@ class _Purger:
         result = ForgetResult(memory.id, "purged", note=note)
         results = [result]
         result.consolidated = self._release(memory)
+        # Before the row goes: its links to the turns it was made from go with it.
+        evidencemod.purge_for(self.store, memory.pk, memory.content)
         self.store.memories.purge(memory)
         # The tombstone: what export sends to other databases so that they purge the memory too.
         tombstone = {"version": version or memory.version + 1, "hard": True, "namespace": memory.namespace}

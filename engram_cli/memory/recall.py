@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from engram_cli.serialize import to_json
 from engram_cli.store.db import Store
 from engram_cli.store.vectors import MAX_KNN
 from engram_cli.timeutil import iso_now, now, to_iso
+
+if TYPE_CHECKING:
+    from engram_cli.memory.evidence import EvidenceHit
 
 log = logging.getLogger(__name__)
 
@@ -80,18 +83,30 @@ class Hit:
 
 
 class Hits(list[Hit]):
-    """recall's hits, best first, and what the relevance floor held back."""
+    """recall's hits, best first, and what the relevance floor held back.
 
-    def __init__(self, hits: Sequence[Hit] = (), *, floor: float = 0.0, below: Sequence[float] = ()) -> None:
+    The list holds memories only; turns of conversations found after them are in ``evidence``.
+    """
+
+    def __init__(
+        self,
+        hits: Sequence[Hit] = (),
+        *,
+        floor: float = 0.0,
+        below: Sequence[float] = (),
+        evidence: Sequence[EvidenceHit] = (),
+    ) -> None:
         super().__init__(hits)
         self.floor = floor
         # The relevance of each candidate dropped for being under the floor.
         self.below = list(below)
+        # Evidence hits (turns of ingested conversations), best first, shown after the memories.
+        self.evidence = list(evidence)
 
     @property
     def nothing_relevant(self) -> bool:
         """True when there were candidates, but none cleared the floor."""
-        return not self and bool(self.below)
+        return not self and not self.evidence and bool(self.below)
 
 
 QueryEmbedder = Callable[[str, str], np.ndarray]  # (model_id, query) -> unit vector

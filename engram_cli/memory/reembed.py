@@ -3,8 +3,10 @@
 Each batch is one transaction that writes the new vectors, removes the old ones and
 records the new model on the rows, so an interrupted run leaves every row with exactly
 one vector, and a re-run carries on with the rows still on other models. Recall embeds
-the query with every model present, so nothing becomes unrecallable half-way. When no
-row is left on another model, the target becomes the database's active model.
+the query with every model present, so nothing becomes unrecallable half-way. The turns kept
+as evidence move the same way, after the memories, each embedded again with its neighbours as
+context. When no row (memory or turn) is left on another model, the target becomes the
+database's active model.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engram_cli.errors import InvalidInput
+from engram_cli.memory import evidence as evidencemod
 from engram_cli.serialize import json_meta
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now
@@ -33,7 +36,8 @@ class ReembedReport:
 
 
 def pending(store: Store, model_id: str) -> int:
-    return store.memories.count_not_on_model(model_id)
+    """Memories and evidence turns whose vector is not yet of ``model_id``."""
+    return store.memories.count_not_on_model(model_id) + store.evidence.count_not_on_model(model_id)
 
 
 def run(
@@ -77,6 +81,19 @@ def run(
                     actor="reembed",
                 )  # fmt: skip
         done += len(memories)
+        if progress:
+            progress(done, goal)
+    while done < goal:
+        turns = store.evidence.not_on_model(model_id, min(batch, goal - done))
+        if not turns:
+            break
+        with store.read():
+            texts = [evidencemod.passage_of(store, turn) for turn in turns]
+        matrix = embed(texts)
+        with store.write():
+            for turn, vector in zip(turns, matrix, strict=True):
+                store.evidence.put_vector(model_id, turn.pk, vector, namespace=turn.namespace, kind=turn.kind)
+        done += len(turns)
         if progress:
             progress(done, goal)
     remaining = pending(store, model_id)

@@ -28,6 +28,7 @@ import numpy as np
 from engram_cli.errors import ModelError
 from engram_cli.lang import redact as redactmod
 from engram_cli.lang import text as textmod
+from engram_cli.memory import evidence as evidencemod
 from engram_cli.memory import records
 from engram_cli.memory.model import Memory
 from engram_cli.memory.remember import chunked
@@ -94,6 +95,7 @@ def scrub(store: Store) -> bool:
     transaction has committed; False when another connection kept the WAL busy.
     """
     store.keywords.optimize()
+    store.evidence.optimize()
     emptied = store.maintenance.checkpoint()
     if not emptied:
         log.warning("another connection kept the WAL busy; old pages leave it at the next checkpoint")
@@ -293,6 +295,17 @@ class Repairer:
         with self.store.write():
             return self._redact_events(None, event_pks)
 
+    def refresh_evidence(self, pks: Sequence[int]) -> None:
+        """Turns whose text was just redacted: their keyword rows and vectors are made again from it."""
+        for chunk in chunked(list(pks), CHUNK):
+            with self.store.write():
+                for turn in self.store.evidence.load_many(chunk).values():
+                    self.store.evidence.set_content(turn.pk, turn.content, textmod.content_hash(turn.content))
+                    self.store.evidence.put_terms(turn.pk, textmod.index_text(turn.content))
+                    model_id, embed, _ = self.model_for(turn.embedding_model)
+                    vector = np.asarray(embed([evidencemod.passage_of(self.store, turn)]), dtype=np.float32)[0]
+                    self.store.evidence.put_vector(model_id, turn.pk, vector, namespace=turn.namespace, kind=turn.kind)
+
     def redact_rows(self, table: str, rowids: Sequence[int]) -> list[str]:
         """Rows of a table that belongs to no memory (ingest state, settings), a chunk per transaction."""
         columns = list(self.columns[table])
@@ -338,6 +351,7 @@ class Repairer:
         # NULL source content meant "the current wording": pin the duplicate's before moving them.
         self.store.sources.pin_wording(duplicate.pk, wording)
         self.store.sources.move(duplicate.pk, survivor.pk)
+        self.store.evidence.copy_links(duplicate.pk, survivor.pk)
         self.store.memories.relink(duplicate.id, survivor.id)
         self.store.memories.delete(duplicate)
         records.reindex(self.store, survivor.pk)
@@ -453,6 +467,8 @@ def run(
     kinds.update(repairer.redact_events(work.secret_event_pks) if work.secret_event_pks else [])
     for table, rowids in sorted(work.secret_rows.items()):
         kinds.update(repairer.redact_rows(table, rowids))
+        if table == "evidence":
+            repairer.refresh_evidence(rowids)
     if kinds:
         scrub(store)
         rows = repairer.redacted_rows

@@ -140,6 +140,11 @@ def inspection(shown: Inspection) -> None:
         where = " ".join(x for x in (s.kind, s.ref or "", f"message {s.message_id}" if s.message_id else "") if x)
         extra = f" — {clip(s.content, 70)}" if s.content else ""
         terminal.print(f"  {s.created_at}  {escape(where)}{escape(extra)}")
+    if shown.evidence:
+        terminal.print("\n[bold]evidence[/] (the turns of conversations it was made from)")
+        for t in shown.evidence:
+            terminal.print(f"  {t.occurred_at or t.learned_at}  {t.kind:<8} {escape(t.where)} — "
+                           f"{escape(clip(t.content, 90))}")  # fmt: skip
     terminal.print("\n[bold]history[/]")
     for e in events:
         terminal.print(f"  {e.at}  {e.kind:<10} {escape(e.note or '')}{escape(_change(e))}")

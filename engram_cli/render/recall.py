@@ -12,6 +12,7 @@ from engram_cli.render.console import clip, console, escape, note, out, short, s
 if TYPE_CHECKING:
     from engram_cli.api.results import Recalled, SessionContext
     from engram_cli.memory.cards import Carded
+    from engram_cli.memory.evidence import EvidenceHit
     from engram_cli.memory.model import Memory
     from engram_cli.memory.recall import Hit
 
@@ -62,7 +63,7 @@ def cards(hits: Sequence[Carded], *, budget: int | None = None) -> str:
     return "\n".join([CARD_HEADER, "", "\n\n".join(blocks), "", CARD_FOOTER])
 
 
-def markdown(hits: Sequence[Hit]) -> str:
+def markdown(hits: Sequence[Hit], evidence: Sequence[EvidenceHit] = ()) -> str:
     lines = ["# Memories", ""]
     for hit in hits:
         m = hit.memory
@@ -73,7 +74,20 @@ def markdown(hits: Sequence[Hit]) -> str:
         )
         for line in m.content.splitlines() or [""]:
             lines.append("  " + line)
+    if evidence:
+        lines += ["", "# Evidence (from conversations)", ""]
+        for found in evidence:
+            t = found.turn
+            lines.append(f"- **evidence: {t.kind}** · relevance {found.relevance:.2f} · session `{t.where}`"
+                         f" · {t.occurred_at or t.learned_at}")  # fmt: skip
+            for line in t.content.splitlines() or [""]:
+                lines.append("  " + line)
     return "\n".join(lines)
+
+
+def evidence_place(found: EvidenceHit) -> str:
+    t = found.turn
+    return t.namespace if found.scope == "other" else found.scope
 
 
 def read_only(result: Recalled) -> None:
@@ -86,20 +100,21 @@ def recalled(result: Recalled, *, fmt: str = "table", explain: bool = False, bud
     """As a table (``explain``: every factor of every score), a prompt card (within ``budget`` tokens) or Markdown."""
     hits = result.hits
     if fmt == "card":
+        # A card is what an assistant is told as memory: evidence (raw turns) never goes into one.
         text = cards(hits, budget=budget)
         if text:
             out(text)
         return
     if fmt == "markdown":
-        out(markdown(hits))
+        out(markdown(hits, result.evidence))
         return
-    if not hits and result.held_back:
+    if not hits and not result.evidence and result.held_back:
         note(
             f"nothing relevant: {result.held_back} candidate{'s' if result.held_back != 1 else ''} under the "
             f"relevance floor {result.floor:g} (--min-relevance 0 shows them)"
         )
         return
-    if not hits:
+    if not hits and not result.evidence:
         note("no memories matched")
         return
     from rich.table import Table
@@ -118,10 +133,19 @@ def recalled(result: Recalled, *, fmt: str = "table", explain: bool = False, bud
             f"{m.importance:.2f}",
             clip(shown_text(m), 100),
         )
+    for found in result.evidence:
+        t = found.turn
+        # The id column names the session (evidence has no memory id), the type column says it is evidence.
+        table.add_row(
+            escape(clip(t.where, 24)), f"{found.score:.3f}", f"{found.relevance:.2f}", escape(evidence_place(found)),
+            f"evidence:{t.kind}", "-", escape(clip(t.content, 100)),
+        )  # fmt: skip
     console().print(table)
     if explain:
         for hit in hits:
             console().print(f"[bold]{short(hit.memory.id)}[/]", escape(json.dumps(hit.explain, ensure_ascii=False)))
+        for found in result.evidence:
+            console().print(f"[bold]evidence {found.turn.pk}[/]", escape(json.dumps(found.explain, ensure_ascii=False)))
 
 
 def session_context(context: SessionContext) -> None:

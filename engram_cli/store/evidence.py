@@ -141,7 +141,9 @@ class EvidenceRows:
         self.store.execute("UPDATE evidence SET embedding_model = ? WHERE pk = ?", (model_id, pk))
 
     def set_content(self, pk: int, content: str, content_hash: str) -> None:
-        self.store.execute("UPDATE evidence SET content = ?, content_hash = ? WHERE pk = ?", (content, content_hash, pk))
+        self.store.execute(
+            "UPDATE evidence SET content = ?, content_hash = ? WHERE pk = ?", (content, content_hash, pk)
+        )
 
     def link(self, evidence_pks: Sequence[int], memory_pk: int) -> None:
         for pk in evidence_pks:
@@ -236,7 +238,7 @@ class EvidenceRows:
         return {str(ns): int(n) for ns, n in rows}
 
     def oldest_beyond(self, namespace: str, cap: int) -> list[int]:
-        """The turns of ``namespace`` past the newest ``cap``: those no memory was made from go first, then the oldest."""
+        """The turns of ``namespace`` past the newest ``cap``: first those no memory was made from, oldest first."""
         rows = self.store.rows(
             "SELECT e.pk FROM evidence e WHERE e.namespace = ? ORDER BY "
             "EXISTS (SELECT 1 FROM evidence_links l WHERE l.evidence_pk = e.pk) DESC, e.learned_at DESC, e.pk DESC "
@@ -324,8 +326,8 @@ class EvidenceRows:
     def stored_bytes(self) -> dict[str, int]:
         """Bytes on disk of the evidence tables, their indexes, keyword index and vector tables (dbstat)."""
         rows = self.store.rows(
-            "SELECT name, sum(pgsize) FROM dbstat WHERE name LIKE 'evidence%' OR name LIKE 'sqlite_autoindex_evidence%' "
-            "OR name LIKE ? GROUP BY name",
+            "SELECT name, sum(pgsize) FROM dbstat WHERE name LIKE 'evidence%' "
+            "OR name LIKE 'sqlite_autoindex_evidence%' OR name LIKE ? GROUP BY name",
             (f"%{SUFFIX}%",),
         )
         return {str(name): int(size) for name, size in rows}

@@ -33,6 +33,7 @@ SCANNED: dict[str, dict[str, str]] = {
     "ingest_sessions": {"session_key": TEXT, "path": TEXT, "digest": JSON},
     "ingest_cursors": {"path": TEXT, "last_id": TEXT, "state": JSON},
     "ingest_items": {"session_key": TEXT, "item_key": TEXT},
+    "evidence": {"session_key": TEXT, "turn_key": TEXT, "content": TEXT},
 }  # fmt: skip
 
 _ID = "an id engram makes (a UUID)"
@@ -63,6 +64,10 @@ NOT_SCANNED: dict[str, dict[str, str]] = {
         "model_id": _MODEL, "vec_table": "derived from model_id (store.vectors.table_name)", "created_at": _TIME,
     },
     "schema_migrations": {"name": "the name of a migration engram ships", "applied_at": _TIME},
+    "evidence": {
+        "namespace": _SCOPE, "source": _IMPORTER, "kind": "one of four kinds of turn (CHECK constraint)",
+        "content_hash": _HASH, "embedding_model": _MODEL, "occurred_at": _TIME, "learned_at": _TIME,
+    },
 }  # fmt: skip
 
 # Tables the secrets check does not read, and why. Vector tables (one per model, named in
@@ -70,11 +75,13 @@ NOT_SCANNED: dict[str, dict[str, str]] = {
 INDEX_TABLES: dict[str, str] = {
     "memory_fts": "the keyword index of memories: terms analysed from the columns above, rebuilt from the "
     "redacted text and merged (``optimize``) so old segments go",
+    "evidence_fts": "the keyword index of evidence: terms analysed from evidence.content, rebuilt from the redacted "
+    "text and merged (``optimize``) so old segments go",
     "sqlite_sequence": "SQLite's own counters: table names and numbers",
 }
 VECTOR_TABLES = (
-    "vectors, and copies of their memory's namespace, status, type and agent for recall's filters "
-    "(see NOT_SCANNED for why those are not scanned)"
+    "vectors, and copies of their memory's namespace, status, type and agent (or their evidence turn's "
+    "namespace and kind) for recall's filters (see NOT_SCANNED for why those are not scanned)"
 )
 
 
@@ -92,7 +99,7 @@ def index_table(name: str, vector_tables: Iterable[str]) -> str | None:
 # How the secrets check reads each table: the tables of a memory report per memory (its id),
 # the others per row; ingest sessions carry their namespace, the rest belong to the whole file.
 _MEMORY_TABLES = ("memories", "tags", "sources", "events")
-_NAMESPACED = {"ingest_sessions"}
+_NAMESPACED = {"ingest_sessions", "evidence"}
 
 
 # -- the check ------------------------------------------------------------------------------
