@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 from engram_cli.ingest.base import ASSISTANT, SHELL, TOOL, USER, Message, Session, clip
 from engram_cli.ingest.extract.item import _message_id
-from engram_cli.ingest.extract.outcome import edited_files, error_line, failed
+from engram_cli.ingest.extract.outcome import _EDIT_TOOL, _relative, edited_files, error_line, failed
 from engram_cli.ingest.extract.wording import _ACK, _SLASH, _prose, _squash, _user_text
-from engram_cli.lang.text import query_terms
+from engram_cli.lang.text import STOPWORDS, keyword_terms
 
 # Longest kept text of one turn: a request or an answer's prose rarely needs more to be found again, and
 # the vector is made from the head of the passage anyway (the models read 512 tokens).
@@ -35,6 +35,8 @@ CHANGE_LINES = 6
 MIN_TERMS = 3
 
 _DIFF_LINE = re.compile(r"^[+-](?![+-]{2})\s*\S")
+_NAMED_PATH = re.compile(r"\b(?:file_path|filePath|path|target_file)=([^,\s]{1,300})")
+_NEW_TEXT = re.compile(r"\b(?:new_string|new_str|content)=(.+)", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,8 @@ class TurnText:
 
 
 def _substantive(text: str) -> bool:
-    return len(set(query_terms(text))) >= MIN_TERMS and not _ACK.match(text.strip().rstrip(".!。！"))
+    terms = {t for t in keyword_terms(text) if t not in STOPWORDS}
+    return len(terms) >= MIN_TERMS and not _ACK.match(text.strip().rstrip(".!。！"))
 
 
 def _request(message: Message) -> str | None:
@@ -71,18 +74,26 @@ def _answer(message: Message) -> str | None:
     return text if text and _substantive(text) else None
 
 
-def _change(message: Message, project: str | None) -> str | None:
-    files = edited_files(message, project)
+def _change(message: Message, project: str | None) -> tuple[str, list[str]] | None:
+    """The change a tool message made ("changed <files>" and its first changed lines), and its changed lines."""
+    text = message.text or ""
+    # Importers that flatten a tool's input write it as key=value pairs: the path is named, not guessed.
+    named = [_relative(p, project) for p in _NAMED_PATH.findall(text)] if _EDIT_TOOL.search(message.tool or "") else []
+    files = list(dict.fromkeys(named)) or edited_files(message, project)
     if not files:
         return None
-    lines = [ln.rstrip() for ln in (message.text or "").splitlines() if _DIFF_LINE.match(ln)][:CHANGE_LINES]
-    return "\n".join([f"changed {', '.join(files[:8])}", *lines])
+    lines = [ln.rstrip() for ln in text.splitlines() if _DIFF_LINE.match(ln)][:CHANGE_LINES]
+    new = _NEW_TEXT.search(text)
+    if not lines and new:
+        lines = [f"+ {_squash(new.group(1))[:200]}"]
+    return "\n".join([f"changed {', '.join(files[:8])}", *lines]), lines
 
 
 def turns(session: Session) -> list[TurnText]:
     """The turns of ``session.messages`` worth keeping as evidence, in order."""
     out: list[TurnText] = []
     command: str | None = None  # the latest command run, for the error line of its result
+    changed: str | None = None  # the latest change kept: an edit tool's report of it is the same change
 
     def keep(message: Message, kind: str, text: str) -> None:
         content = clip(text.strip(), MAX_TURN)
@@ -90,6 +101,8 @@ def turns(session: Session) -> list[TurnText]:
             out.append(TurnText(_message_id(message), kind, content, message.at))
 
     for message in session.messages:
+        if message.role != TOOL:
+            changed = None
         if message.role == USER:
             text = _request(message)
             if text:
@@ -114,5 +127,9 @@ def turns(session: Session) -> list[TurnText]:
                 keep(message, "error", "\n".join(x for x in lines if x))
                 command = None
             elif change:
-                keep(message, "change", change)
+                text, lines = change
+                head = text.split("\n", 1)[0]
+                if lines or head != changed:
+                    keep(message, "change", text)
+                changed = head
     return out
