@@ -25,9 +25,11 @@ if TYPE_CHECKING:
     from engram_cli.store.vectors import Vectors
 
 SUFFIX = "__evidence"
-# Vectors per vec0 chunk. sqlite-vec allocates a whole chunk for each partition (namespace) on its first
-# row: at its default of 1024, a project with a dozen turns took 1.5 MB of zeros.
-CHUNK_SIZE = 64
+# Vectors per vec0 chunk. sqlite-vec allocates a whole chunk at a time, and one per partition: with the
+# namespace as a partition key and its default of 1024, a project with a dozen turns took 1.5 MB of zeros
+# (2.1 MB of evidence per MB of the sample logs). Unpartitioned, with the namespace a metadata column KNN
+# filters on, and smaller chunks, the zeros are one chunk's worth for the whole file.
+CHUNK_SIZE = 128
 _COLUMNS = "pk, namespace, source, session_key, kind, content, occurred_at, learned_at, seq, embedding_model"
 
 
@@ -82,7 +84,7 @@ class EvidenceRows:
             self.store.execute(
                 f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING vec0("
                 f"evidence_pk INTEGER PRIMARY KEY, embedding float[{int(dim)}] distance_metric=cosine, "
-                f"namespace TEXT PARTITION KEY, kind TEXT, chunk_size={CHUNK_SIZE})"
+                f"namespace TEXT, kind TEXT, chunk_size={CHUNK_SIZE})"
             )
         self._tables[model_id] = name
         return name

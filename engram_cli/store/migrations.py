@@ -343,7 +343,7 @@ def _m0005_evidence(conn: apsw.Connection) -> None:
     # before it gets here), keyed so that a log read twice keeps each turn once, and linked to the
     # memories made from it. Its keyword index is a table of its own (recall's keyword evidence counts
     # documents per index), and so are its vectors: a vec0 table per model named after the memories'
-    # (store.evidence.table_name), so that a memory KNN never wades through turns.
+    # (store.evidence.evidence_table), so that a memory KNN never wades through turns.
     conn.execute(
         """
         CREATE TABLE evidence (
