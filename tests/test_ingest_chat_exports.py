@@ -6,8 +6,10 @@ exports have (see the importers' docstrings for the fields used).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -329,3 +331,30 @@ def test_a_plain_ingest_run_does_not_look_for_exports(cli: Any, monkeypatch: pyt
     shutil.copy(CHATGPT, downloads / "conversations.json")
     report = json.loads(cli("ingest", "--json").stdout)
     assert report["found_nothing"] is True and report["sources"] == []
+
+
+def _script(name: str) -> Any:
+    path = Path(__file__).resolve().parent.parent / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_long_chat_written_as_chat_jsonl_reads_back_turn_for_turn(tmp_path: Path) -> None:
+    written = _script("long_chat_as_jsonl").write(tmp_path)
+    dataset = Path(__file__).resolve().parent.parent / "bench" / "long-chat" / "memories.jsonl"
+    turns = [json.loads(line) for line in dataset.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert [p.name for p in written] == [f"conv-{n:02d}.jsonl" for n in range(1, 15)]
+    read = [importer("chat").read(path, None) for path in written]
+    assert all(batch.skipped == {} for batch in read)
+    found = {m.id: (s, m) for batch in read for s in batch.sessions for m in s.messages}
+    assert set(found) == {t["id"] for t in turns}
+    for turn in turns[:400]:
+        session, message = found[turn["id"]]
+        assert message.text == turn["content"] and message.at == turn["created_at"].replace("Z", ".000000Z")
+        assert session.project == turn["namespace"]
+        assert session.key == f"{turn['namespace']}-s{turn['metadata']['session']:02d}"
+    assert {m.role for _, m in found.values()} == {"user", "assistant"}
