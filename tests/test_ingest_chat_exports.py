@@ -358,3 +358,17 @@ def test_long_chat_written_as_chat_jsonl_reads_back_turn_for_turn(tmp_path: Path
         assert session.project == turn["namespace"]
         assert session.key == f"{turn['namespace']}-s{turn['metadata']['session']:02d}"
     assert {m.role for _, m in found.values()} == {"user", "assistant"}
+
+
+def test_an_export_too_large_to_read_whole_says_what_to_give_instead(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engram_cli.ingest import exports
+
+    monkeypatch.setattr(exports, "MAX_JSON_BYTES", 1024)
+    big = tmp_path / "conversations.json"
+    shutil.copy(CHATGPT, big)
+    result = cli("ingest", "chatgpt", str(big), ok=False)
+    stderr = " ".join(result.stderr.split())
+    assert result.exit_code == 1 and "more than the 0 MB an export is read up to" in stderr
+    assert "conversations-NNN.json files: give the folder instead" in stderr
