@@ -73,11 +73,14 @@ def bench_ingest(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def quality(session: nox.Session) -> None:
     """Recall quality on our benchmark sets: engram's recall against BM25 and dense retrieval alone, and the share
-    of the no-answer queries (bench/*/noanswer-queries.jsonl) that get nothing above the relevance floor."""
+    of the no-answer queries (bench/*/noanswer-queries.jsonl) that get nothing above the relevance floor; then
+    harvest quality: what ingest keeps from the labelled sessions of bench/harvest."""
     session.install("-e", ".")
     for dataset in ("bench/dev-memory", "bench/long-chat"):
         session.log(dataset)
         session.run("engram", "eval", "--dataset", dataset, "--mode", "all", *session.posargs, env=ENV)
+    session.log("bench/harvest")
+    session.run("engram", "eval", "--harvest", "bench/harvest", *session.posargs, env=ENV)
 
 
 @nox.session(python=PYTHON)

@@ -114,6 +114,9 @@ PATH_NAMES = {
     "fish": "{kind}_history",
     "notes": "{kind}.md",
     "jsonl": "{kind}.jsonl",
+    "chatgpt": "conversations-{kind}.json",
+    "claude-ai": "{kind}/conversations.json",
+    "chat": "{kind}.jsonl",
 }
 # What item 2 of the brief names: each must reach the loader (which notes it), not vanish in the listing.
 NOTED = ("self-loop", "loop-pair", "fifo", "socket")

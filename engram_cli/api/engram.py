@@ -730,8 +730,14 @@ class Engram:
         namespace: str | None = None,
         max_seconds: float | None = None,
         progress: Any = None,
+        env: Mapping[str, str] | None = None,
+        home: str | os.PathLike[str] | None = None,
     ) -> IngestReport:
-        """Harvest one source's logs (or every source found in its default place); see engram_cli.ingest."""
+        """Harvest one source's logs (or every source found in its default place); see engram_cli.ingest.
+
+        The default places are found from ``env`` and ``home`` (default: this process's environment and
+        the user's home directory), so that a caller can harvest another home without touching its own.
+        """
         from engram_cli.ingest import loader
         from engram_cli.store.lock import exclusive
 
@@ -740,7 +746,8 @@ class Engram:
         def run() -> IngestReport:
             return loader.run(
                 self.ingest_port(), source, path=None if path is None else Path(path).expanduser(), dry_run=dry_run,
-                namespace=forced, max_seconds=max_seconds, progress=progress,
+                namespace=forced, max_seconds=max_seconds, progress=progress, env=env,
+                home=None if home is None else Path(home).expanduser(),
             )  # fmt: skip
 
         def checked() -> IngestReport:

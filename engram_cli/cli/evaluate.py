@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from engram_cli import render
 from engram_cli.api import system
 from engram_cli.cli.common import JsonOpt, app_context, read_lines, show
 from engram_cli.errors import UsageError
@@ -36,6 +37,14 @@ def eval_(
     ] = "hybrid",
     per_query: Annotated[bool, typer.Option("--per-query", help="With --json: every query's hits.")] = False,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Rebuild the cached dataset database.")] = False,
+    harvest: Annotated[
+        str | None,
+        typer.Option(
+            "--harvest",
+            help="A harvest benchmark (home/ + labels/*.jsonl, e.g. bench/harvest): ingest it into a fresh DB "
+            "and score what was kept. With -v: each session's noise and misses.",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Recall@k, MRR, nDCG@10, interference, abstention and latency of recall on labelled queries.
@@ -44,7 +53,20 @@ def eval_(
     {"metadata": {key: value}} | {"none": true}}. Without "namespace" a query searches every namespace.
     {"none": true} marks a query the store has no answer to: abstention is the share of those that got
     no hit above the relevance floor; the other metrics are over the answerable queries.
+
+    --harvest DIR ingests a harvest benchmark's logs into a fresh database and reports precision, recall,
+    answerability, error→fix recall, outcome and scope correctness, by source and by language.
     """
+    if harvest is not None:
+        if path is not None or dataset is not None:
+            raise UsageError("--harvest scores a benchmark of its own; it takes no FILE or --dataset")
+        from engram_cli.api import harvest as harvestmod
+
+        app = app_context(ctx)
+        with render.progress("ingesting") as advance:
+            report = harvestmod.evaluate(harvest, paths=app.paths, config=app.config, progress=advance)
+        show(ctx, report, json=as_json, verbose=app.verbose > 0)
+        return
     ks = _ks(k)
     modes = list(system.EVAL_MODES) if mode == "all" else [mode]
     if mode != "all" and mode not in system.EVAL_MODES:

@@ -21,6 +21,12 @@ def ingest(
             metavar="[SOURCE]", help="One source (claude-code, codex, aider, zsh, notes …); default: all found."
         ),
     ] = None,
+    given: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[PATH]", help="A file or directory to read (chatgpt, claude-ai and chat need one); same as --path."
+        ),
+    ] = None,
     path: Annotated[
         str | None, typer.Option("--path", help="Read this file or directory instead of the default place.")
     ] = None,
@@ -40,10 +46,14 @@ def ingest(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing unless something fails.")] = False,
     as_json: JsonReportOpt = False,
 ) -> None:
-    """Turn coding-assistant logs, shell history and notes into memories: incremental, idempotent, redacted.
+    """Turn assistants' logs, chat exports, shell history and notes into memories: incremental, idempotent, redacted.
 
     Run it twice and the second run adds nothing; interrupt it and the next run finishes the job.
     """
+    if given is not None:
+        if path is not None and path != given:
+            raise UsageError("give the path once: as PATH or with --path", hint=f"e.g. engram ingest {source} {given}")
+        path = given
     engram = app_context(ctx).engram()
     if list_:
         if dry_run or path:

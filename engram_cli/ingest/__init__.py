@@ -30,7 +30,13 @@ SOURCES: dict[str, str] = {
     "fish": "engram_cli.ingest.shell",
     "notes": "engram_cli.ingest.notes",
     "jsonl": "engram_cli.ingest.records",
+    "chatgpt": "engram_cli.ingest.chatgpt",
+    "claude-ai": "engram_cli.ingest.claude_ai",
+    "chat": "engram_cli.ingest.chat_jsonl",
 }
+# Sources read only from a path given on the command line (files a person downloads or writes on purpose):
+# naming one without a path is a usage error that says so, not "found nothing".
+GIVEN_PATH_ONLY = frozenset({"chatgpt", "claude-ai", "chat"})
 
 
 def importer(name: str) -> Importer:

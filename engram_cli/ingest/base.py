@@ -48,6 +48,16 @@ MAX_JSON_BYTES = 256 * 1024 * 1024
 REDACT_MARGIN = 2048
 
 
+class UnusableFile(Exception):
+    """A file given to an importer that is not of its format at all (not JSON, not a data export …).
+
+    Raised by ``read`` only for files the person hands over on purpose (data exports, chat JSONL):
+    the loader reports it as that file's error, in the importer's words (``str(exc)`` completes
+    "<path>: …" and says what to do), and reads the file again on the next run. Bad parts of a
+    usable file are counted in ``Batch.skipped`` as everywhere else.
+    """
+
+
 @dataclass
 class Message:
     role: str

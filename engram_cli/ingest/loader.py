@@ -28,8 +28,8 @@ import numpy as np
 
 from engram_cli import external, jsonl
 from engram_cli.errors import EngramError, InvalidInput, NotFound, UsageError
-from engram_cli.ingest import SOURCES, conversation, files, importer, limits
-from engram_cli.ingest.base import Batch, Cursor, Importer, Session
+from engram_cli.ingest import GIVEN_PATH_ONLY, SOURCES, conversation, files, importer, limits
+from engram_cli.ingest.base import Batch, Cursor, Importer, Session, UnusableFile
 from engram_cli.ingest.extract import Item, extract
 from engram_cli.ingest.port import IngestPort
 from engram_cli.ingest.report import IngestReport, Planned, SourceReport, describe
@@ -53,6 +53,11 @@ WRITE_BATCH = 64
 # How long past --max-seconds a file may still be read before it is abandoned (see limits.hard_stop).
 HARD_STOP_GRACE_S = 10.0
 NOT_REGULAR = "not a regular file"
+_EXAMPLE_PATHS = {
+    "chatgpt": "~/Downloads/chatgpt-export/conversations.json",
+    "claude-ai": "~/Downloads/claude-export/conversations.json",
+    "chat": "~/chats/history.jsonl",
+}
 
 
 # -- where memories go ---------------------------------------------------------------------
@@ -247,6 +252,9 @@ class Loader:
                 batch = imp.read(path, cursor)
         except files.NotRegularFile as exc:
             report.skip(NOT_REGULAR, f"{key}: {exc.strerror}, not read")  # swapped for one since the check
+            return None
+        except UnusableFile as exc:
+            report.error(f"{key}: {exc}")
             return None
         except OSError as exc:
             report.error(f"{key}: cannot read: {exc.strerror or exc}")
@@ -522,6 +530,12 @@ def source_names(source: str | None, path: Path | None) -> list[str]:
         return names
     if source not in SOURCES:
         raise UsageError(f"unknown source {source!r}", hint=f"the sources are: {', '.join(names)}")
+    if source in GIVEN_PATH_ONLY and path is None:
+        raise UsageError(
+            f"{source} reads a file you give it, not a default place",
+            hint=f"e.g. engram ingest {source} {_EXAMPLE_PATHS[source]}",
+            param="path",
+        )
     return [source]
 
 

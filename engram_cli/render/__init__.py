@@ -82,6 +82,7 @@ _SHOWN: dict[str, _Shown] = {
     "engram_cli.ingest.report.IngestReport": _Shown(ingest.ingested),
     "engram_cli.api.results.SourceListing": _Shown(ingest.sources),
     "engram_cli.api.results.EvalRun": _Shown(evaluation.evaluated),
+    "engram_cli.memory.harvest_eval.HarvestReport": _Shown(evaluation.harvested),
     "engram_cli.doctor.ModelListing": _Shown(system.models),
     "engram_cli.doctor.DoctorReport": _Shown(system.doctor),
     "engram_cli.api.results.ConfigListing": _Shown(system.settings),
