@@ -175,6 +175,25 @@ def test_recall_fills_from_evidence_when_memories_are_few_and_not_when_told_not_
         ingested.recall(query, all_namespaces=True, type="semantic", evidence=True)
 
 
+def test_a_weak_memory_gives_its_place_to_evidence_and_is_not_counted(ingested: Engram, cli: Any) -> None:
+    query = "staging proxy port 7311"
+    every = ingested.recall(query, k=10, all_namespaces=True, bump=False, evidence=False, min_relevance=0)
+    before = {h.memory.id: h.memory.access_count for h in every}
+    assert before
+    # Every memory counts as weak: the one place goes to the best turn, and no memory is counted as accessed.
+    cli("config", "set", "evidence.fill_below", "1")
+    with Engram.open() as mem:
+        one = mem.recall(query, k=1, all_namespaces=True, min_relevance=0)
+        assert list(one) == [] and "7311" in one.evidence[0].turn.content
+        assert {i: mem.get(i).access_count for i in before} == before
+    # Every memory counts as strong: the memory keeps the place, and is counted.
+    cli("config", "set", "evidence.fill_below", "0")
+    with Engram.open() as mem:
+        one = mem.recall(query, k=1, all_namespaces=True, min_relevance=0)
+        assert len(one) == 1 and one.evidence == []
+        assert mem.get(one[0].memory.id).access_count == before[one[0].memory.id] + 1
+
+
 def test_chinese_evidence_is_found_by_a_two_character_word(ingested: Engram) -> None:
     hits = ingested.recall("压测", all_namespaces=True, bump=False, evidence=True)
     assert any("压测" in h.turn.content for h in hits.evidence)

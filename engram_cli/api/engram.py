@@ -30,6 +30,7 @@ from engram_cli.memory import evidence as evidencemod
 from engram_cli.memory import keys as keysmod
 from engram_cli.memory import manage, remember, transfer
 from engram_cli.memory import namespaces as nsmod
+from engram_cli.memory import recall as recallmod
 from engram_cli.memory import recover as recovermod
 from engram_cli.memory import reembed as reembedmod
 from engram_cli.memory import repair as repairmod
@@ -41,7 +42,7 @@ from engram_cli.memory.model import (
     normalize_name,
     normalize_namespace,
 )
-from engram_cli.memory.recall import Hits, RecallSettings, recall
+from engram_cli.memory.recall import Hit, Hits, RecallSettings, recall
 from engram_cli.memory.similarity import SUPERSEDE_MARGIN
 from engram_cli.project import GLOBAL_NAMESPACE, Scope
 from engram_cli.store import connect
@@ -429,22 +430,18 @@ class Engram:
         def embed_query(model_id: str, text: str) -> np.ndarray:
             return np.asarray(self._embedder(model_id).embed_batch([text], kind="query")[0], dtype=np.float32)
 
+        wanted = k if k is not None else self.settings.recall.k
+        fill = evidence is not False and (evidence or self.settings.evidence.fill)
+        at = parse_time(now, param="now") if now else None
         hits = recall(
-            self.store,
-            query,
-            k=k if k is not None else self.settings.recall.k,
-            filters=flt,
-            embed_query=embed_query,
-            settings=settings,
-            bump=bump and not self.read_only,
-            at=parse_time(now, param="now") if now else None,
-        )
+            self.store, query, k=wanted, filters=flt, embed_query=embed_query, settings=settings,
+            # With evidence to fill, who is bumped is known only once evidence has taken its places.
+            bump=bump and not self.read_only and not fill, at=at,
+        )  # fmt: skip
         for hit in hits:
             hit.scope = self.scope.of(hit.memory.namespace)
             hit.explain["scope"] = {"scope": hit.scope, "namespace": hit.memory.namespace}
-        wanted = k if k is not None else self.settings.recall.k
-        places = wanted if evidence else wanted - len(hits)
-        if evidence is False or (evidence is None and not self.settings.evidence.fill) or places < 1:
+        if not fill:
             return hits
         memory_only = evidencemod.memory_only(flt)
         if memory_only:
@@ -454,18 +451,39 @@ class Engram:
                     hint="drop those filters to search the evidence, or drop `evidence`",
                     param="evidence",
                 )
+            self._bump(hits, bump)
+            return hits
+        # Memories that are likely relevant keep their places; a weak one (under evidence.fill_below) gives
+        # its place to an evidence hit that is at least as likely to be relevant, and keeps it otherwise.
+        strong = [h for h in hits if h.relevance >= self.settings.evidence.fill_below]
+        places = wanted if evidence else wanted - len(strong)
+        if places < 1:
+            self._bump(hits, bump)
             return hits
         found, below = evidencemod.search(
             self.store, query, k=places, filters=flt, embed_query=embed_query, candidates=settings.candidates,
             rrf_k=settings.rrf_k, vector_weight=settings.vector_weight, keyword_weight=settings.keyword_weight,
             min_relevance=settings.min_relevance, half_life_days=self.settings.decay.half_life_days.episodic,
-            at=parse_time(now, param="now") if now else None,
+            at=at,
         )  # fmt: skip
+        if not evidence:
+            weak = [h for h in hits if h.relevance < self.settings.evidence.fill_below]
+            best_turn = max((t.relevance for t in found), default=0.0)
+            kept_weak = [h for h in weak if h.relevance >= best_turn][: max(0, places - len(found))]
+            kept_weak += [h for h in weak if h not in kept_weak][: max(0, places - len(found) - len(kept_weak))]
+            found = found[: max(0, places - len(kept_weak))]
+            hits[:] = [h for h in hits if h in strong or h in kept_weak]
         for turn_hit in found:
             turn_hit.scope = self.scope.of(turn_hit.turn.namespace)
         hits.evidence = found
         hits.below.extend(below)
+        self._bump(hits, bump)
         return hits
+
+    def _bump(self, hits: builtins.list[Hit], bump: bool) -> None:
+        """Count the memory hits finally returned as accessed (not on a read-only database)."""
+        if bump and hits and not self.read_only:
+            recallmod.count_access(self.store, hits)
 
     def card(self, k: int = 8, *, now: str | None = None) -> builtins.list[cardsmod.CardEntry]:
         """What a new session in the :attr:`scope` should start with: no query, the ``k`` strongest memories.

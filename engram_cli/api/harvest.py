@@ -133,11 +133,17 @@ def stored(engram: Engram, home: Path) -> list[Stored]:
 
 
 def searcher(engram: Engram, texts: dict[str, str], home: Path) -> harvest_eval.Search:
-    """Questions asked the way a person asks ``engram recall``: the top hits' texts, best first."""
+    """Questions asked the way a person asks ``engram recall``: the top hits' texts, best first.
+
+    As there, the memories come first and evidence (turns of the conversations) fills the places
+    that fewer than ``k`` relevant memories left; both count, as a person reads both.
+    """
     unstage = _unstage(home)
 
     def search(question: str, namespaces: Any) -> list[str]:
         hits = engram.recall(question, k=harvest_eval.TOP_K, namespace=list(namespaces), bump=False)
-        return [texts.get(h.memory.id) or unstage(h.memory.content) for h in hits]
+        found = [texts.get(h.memory.id) or unstage(h.memory.content) for h in hits]
+        found += [unstage(e.turn.content) for e in hits.evidence]
+        return found[: harvest_eval.TOP_K]
 
     return search

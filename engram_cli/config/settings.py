@@ -121,6 +121,11 @@ class Evidence:
 
     keep: bool = setting(True, "keep the substantive turns of ingested sessions as evidence (redacted)")
     fill: bool = setting(True, "recall fills the places that fewer than k relevant memories left with evidence hits")
+    fill_below: float = setting(
+        0.06,
+        "a memory hit less likely than this to be relevant gives its place to a better evidence hit "
+        "(0.06: the per-prompt floor, the confidence at which off-domain questions get nothing)",
+    )
     max_per_namespace: int = setting(
         20000,
         "most evidence turns kept per namespace; beyond it the oldest go (those no memory came from first); 0 = no cap",

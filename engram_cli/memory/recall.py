@@ -293,7 +293,7 @@ def recall(
     for hit in top:
         hit.memory.sources = sources.get(hit.memory.pk, [])
     if bump and top:
-        _bump(store, top)
+        count_access(store, top)
     return Hits(top, floor=settings.min_relevance, below=below)
 
 
@@ -399,7 +399,7 @@ def _diversify(store: Store, ranked: list[Hit], k: int, threshold: float) -> lis
     return kept + copies + ranked[k * 3 :]
 
 
-def _bump(store: Store, hits: list[Hit]) -> None:
+def count_access(store: Store, hits: list[Hit]) -> None:
     """Being recalled is being remembered: count the access and restore freshness."""
     now = iso_now()
     with store.write():
