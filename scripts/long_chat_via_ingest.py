@@ -14,8 +14,8 @@ kept by the chat importer). Recall@k is the share of a question's evidence turns
 of the top k hits, as in `engram eval`. An episode stands for a whole session and names no turn,
 so the session-level figures are given beside: the share of the evidence's sessions among the
 sessions of the top k hits, with its chance level (k of a conversation's 15-26 sessions drawn at
-random). Once recall also returns evidence (the conversation's turns) it is counted the same way,
-through the message ids its hits carry: run this again.
+random). Evidence hits (the conversation's turns that fill the places memories left) count through the
+message id of their turn.
 
 Usage (from the repository root; about half a minute on two cores):
   python scripts/long_chat_via_ingest.py [--dataset bench/long-chat] [--keep DIR] [--json]
@@ -42,17 +42,17 @@ KS = (5, 10)
 
 
 def turns_of(hit: Any) -> set[str]:
-    """The dataset turn ids a recall hit came from."""
-    memory = hit.memory
-    found = {s.message_id for s in memory.sources if s.message_id}
-    for holder in (hit, memory):  # an evidence hit names its message itself
-        mid = getattr(holder, "message_id", None)
-        if isinstance(mid, str) and mid:
-            found.add(mid)
-    return found
+    """The dataset turn ids a recall hit came from: a memory's sources, or the message of an evidence turn."""
+    turn = getattr(hit, "turn", None)
+    if turn is not None:
+        return {turn.message_id} if turn.message_id else set()
+    return {s.message_id for s in hit.memory.sources if s.message_id}
 
 
 def sessions_of(hit: Any) -> set[str]:
+    turn = getattr(hit, "turn", None)
+    if turn is not None:
+        return {turn.session}
     memory = hit.memory
     found = {s.session for s in memory.sources if s.session}
     if memory.session:
@@ -99,7 +99,8 @@ def measure(dataset: Path, work: Path) -> dict[str, Any]:
         rows: list[dict[str, Any]] = []
         for q in queries:
             flt = mem.filters(namespace=q.namespace, all_namespaces=q.namespace is None)
-            hits = list(mem.recall(q.text, k=max(KS), bump=False, settings=settings, filters=flt, now=q.now))
+            found = mem.recall(q.text, k=max(KS), bump=False, settings=settings, filters=flt, now=q.now)
+            hits: list[Any] = [*found, *found.evidence]  # memories first, then the turns that filled the places
             row: dict[str, Any] = {"category": str(q.labels.get("category", "?"))}
             for k in KS:
                 turns = set().union(*(turns_of(h) for h in hits[:k])) if hits else set()

@@ -267,6 +267,8 @@ class Turn:
     learned_at: str
     seq: int = field(default=0, metadata=json_meta(omit=True))
     embedding_model: str | None = None
+    # The log's id of the message the turn was said in (as the memories' sources name it).
+    message_id: str = field(default="", metadata=json_meta(omit=True))
 
     @property
     def where(self) -> str:

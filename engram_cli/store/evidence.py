@@ -30,7 +30,7 @@ SUFFIX = "__evidence"
 # (2.1 MB of evidence per MB of the sample logs). Unpartitioned, with the namespace a metadata column KNN
 # filters on, and smaller chunks, the zeros are one chunk's worth for the whole file.
 CHUNK_SIZE = 128
-_COLUMNS = "pk, namespace, source, session_key, kind, content, occurred_at, learned_at, seq, embedding_model"
+_COLUMNS = "pk, namespace, source, session_key, kind, content, occurred_at, learned_at, seq, embedding_model, turn_key"
 
 
 def evidence_table(model_id: str) -> str:
@@ -42,6 +42,7 @@ def _turn(r: Sequence[Any]) -> Turn:
     return Turn(
         pk=int(r[0]), namespace=str(r[1]), source=str(r[2]), session=str(r[3]), kind=str(r[4]), content=str(r[5]),
         occurred_at=r[6], learned_at=str(r[7]), seq=int(r[8]), embedding_model=r[9],
+        message_id=str(r[10]).rsplit(":", 1)[0],
     )  # fmt: skip
 
 
