@@ -24,7 +24,7 @@ from engram_cli.ingest.extract.wording import _CJK_CHAR, _clip, _is_chinese, _pr
 
 # Changed lines kept per problem, and how long each may be in a memory.
 MAX_LINES = 3
-LINE_CHARS = 120
+LINE_CHARS = 160
 
 # --- the change ----------------------------------------------------------------------------------
 
@@ -32,13 +32,16 @@ _SEARCH_REPLACE = re.compile(
     r"^[ \t]*<{5,9}[ \t]*SEARCH[^\n]*\n(.*?)^[ \t]*={5,9}[ \t]*\n(.*?)^[ \t]*>{5,9}[ \t]*REPLACE",
     re.DOTALL | re.MULTILINE,
 )
+_FOLDED_BLOCK = re.compile(r"-{3,9} SEARCH (.*?) ={5,9} (.*?)(?: \+{3,9} REPLACE|(?: …)?$)")
 _DIFF_FENCE = re.compile(r"```(?:diff|patch)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PATCH = re.compile(r"\*\*\* Begin Patch|^@@|^diff --git |^\+\+\+ ", re.MULTILINE)
 # What edit tools call the text they put in and the text it replaced, across the tools.
 _NEW_KEYS = ("new_string", "newString", "new_str", "new_text", "newText", "replace", "replacement", "content")
 _OLD_KEYS = ("old_string", "oldString", "old_str", "old_text", "oldText", "search")
-# Rendered tool input: ``key=value, key=value`` (the importers fold each value onto one line).
-_RENDERED = re.compile(r"(?:^|, )(\w+)=")
+_PATH_KEYS = ("file_path", "filePath", "path", "file", "filename", "target_file", "expected_replacements")
+# Rendered tool input: ``key=value, key=value`` or ``key=value key=value`` (the importers fold each value
+# onto one line); only the keys edit tools use are looked for, so a ``k=v`` inside a value stays in it.
+_RENDERED = re.compile(r"(?:^|[\s,])(" + "|".join(_NEW_KEYS + _OLD_KEYS + _PATH_KEYS) + r")=")
 _IMPORT = re.compile(r"^(?:import\s|from\s+\S+\s+import\s|#include\b|use\s+[\w:]+;|require\(|const \w+ = require\()")
 _COMMENT = re.compile(r"^(?:#|//|--|/\*|\*|;|<!--)")
 _TRIVIAL = re.compile(r"^[\s{}()\[\];,.:]*$|^(?:else|try|finally|end|fi|done|pass|return|break|continue)\s*[:;{]?$")
@@ -102,6 +105,9 @@ def changed_lines(text: str, *, edit_input: bool = False) -> list[str]:
     if not out and _PATCH.search(text):
         out += _patch_lines(text.replace("\\n", "\n"))
     if not out and edit_input:
+        for search, replace in _FOLDED_BLOCK.findall(text):  # Cline's diff=, folded onto one line
+            out += _added(search, replace)
+    if not out and edit_input:
         values = _rendered_values(text)
         new = next((values[k] for k in _NEW_KEYS if k in values), "")
         old = next((values[k] for k in _OLD_KEYS if k in values), "")
@@ -128,6 +134,7 @@ _PROBLEM_ZH = re.compile(
     "不生效|没生效|沒生效|不一致|重复|重複|偶尔|偶爾|异常|異常"
 )
 _LOG_LINE = re.compile(r"\w(?:Error|Exception)\b|\b(?:ERROR|FATAL|FAILED|FAIL|Traceback|panic|fatal)\b|^E\s")
+_FIX_WORD = re.compile(r"\bfix(?:es)?\b", re.IGNORECASE)
 _NOT_A_REPORT = re.compile(r"^(?:what if|suppose|imagine|hypothetically|假设|假設|假如|如果)", re.IGNORECASE)
 # A question about a problem ("why does X fail?") is a report too, unless it asks about a hypothetical.
 _QUESTION = re.compile(r"^(?:what if|would|could)\b|要不要|会不会|會不會", re.IGNORECASE)
@@ -140,15 +147,11 @@ def reported_problem(text: str) -> str | None:
     if line and not _CJK_CHAR.search(line[:1]) and _LOG_LINE.search(line):
         return line
     sentences = [s for s in _sentences(_prose(text) or text) if len(s) <= 400]
-    for sentence in sentences:
-        if _NOT_A_REPORT.match(sentence) or _QUESTION.search(sentence):
-            continue
-        if _PROBLEM_EN.search(sentence) or _PROBLEM_ZH.search(sentence):
-            # "fix it", 修一下: the request; the problem is what the message said first.
-            if _weight(sentence) < 24 and sentences[0] != sentence:
-                sentence = sentences[0]
-            return _clip(sentence.replace("`", "'"), 160)
-    return None
+    sentences = [s for s in sentences if not (_NOT_A_REPORT.match(s) or _QUESTION.search(s))]
+    symptom = next((s for s in sentences if _PROBLEM_EN.search(_FIX_WORD.sub("", s)) or _PROBLEM_ZH.search(s)), None)
+    if symptom is None and any(_FIX_WORD.search(s) for s in sentences):
+        symptom = sentences[0]  # "… fix it": the problem is what the message said first
+    return _clip(symptom.replace("`", "'"), 160) if symptom else None
 
 
 # --- the confirmation in words -------------------------------------------------------------------
@@ -156,8 +159,8 @@ def reported_problem(text: str) -> str | None:
 _CONFIRM_EN = re.compile(
     r"\b(?:works?(?: now| again| fine| great)?|working(?: now| again)?|worked|fixed|solved|resolved|that did it|"
     r"did the trick|(?:tests?|ci|build|checks?|it) (?:pass(?:es|ed)?|(?:is |are |went |turned )?green)|"
-    r"passes now|passing now|all green|green now|looks (?:right|good|correct) now|good now|fine now|back up|"
-    r"lgtm)\b",
+    r"passes now|passing now|all green|green now|looks (?:right|good|correct) now|(?:good|fine|ok|okay|clean) now|"
+    r"back up|went through|(?:fine|clean) this time|did it|lgtm)\b",
     re.IGNORECASE,
 )
 # Thanks and praise confirm less: they close a problem only when nothing says it is still open.

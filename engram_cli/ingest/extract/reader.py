@@ -255,6 +255,7 @@ class _Reader:
         # The problem the person reported is the one this run shows fixed: one memory for both.
         for reported in [f for f in state.open if f.said]:
             state.open.remove(reported)
+            same.lines = ([line for line in reported.lines if line not in same.lines] + same.lines)[:3]
         self.fixed(same, verified_text("rerun", sig.show, state.lang), FIX_IMPORTANCE)
 
     def fixed(self, failure: _Failure, verified: str, importance: float) -> None:
@@ -301,7 +302,7 @@ class _Reader:
             return  # still describing the same problem
         report = reported_problem(text)
         if report:
-            err = error_line(text)
+            err = error_line(text) if report != error_line(text) else None
             failure = _Failure(_message_id(message), message.at, report, f"said:{_message_id(message)}", err, said=True)
             self.state.open.append(failure)
             del self.state.open[:-MAX_OPEN]
