@@ -125,7 +125,7 @@ _PROBLEM_EN = re.compile(
     r"\b(?:fix(?:es)?|bug|broken|breaks|wrong|fail(?:s|ed|ing)?|crash(?:es|ed|ing)?|errors?|exception|"
     r"doesn't work|does not work|isn't working|not working|stopped working|returns? (?:a )?[45]\d\d|"
     r"(?:get|gets|got|getting) (?:a )?[45]\d\d|slow|hangs?|flaky|regression|negative|overflow\w*|dies|died|"
-    r"refused|timed? ?out|garbled|missing)\b",
+    r"refused|timed? ?out|garbled|missing|blew up|blows up|broke|down)\b",
     re.IGNORECASE,
 )
 _PROBLEM_ZH = re.compile(
@@ -133,7 +133,7 @@ _PROBLEM_ZH = re.compile(
     "打不开|打不開|白屏|不可复现|不可復現|崩溃|崩潰|卡住|超时|超時|修一下|修复|修復|乱码|亂碼|方块|方塊|太慢|很慢|变慢|變慢|"
     "不生效|没生效|沒生效|不一致|重复|重複|偶尔|偶爾|异常|異常"
 )
-_LOG_LINE = re.compile(r"\w(?:Error|Exception)\b|\b(?:ERROR|FATAL|FAILED|FAIL|Traceback|panic|fatal)\b|^E\s")
+_LOG_LINE = re.compile(r"\w(?:Error|Exception)\b|\b(?:ERROR|FATAL|FAILED|FAIL|Traceback|panic|fatal|Error:)|^E\s")
 _FIX_WORD = re.compile(r"\bfix(?:es)?\b", re.IGNORECASE)
 _NOT_A_REPORT = re.compile(r"^(?:what if|suppose|imagine|hypothetically|假设|假設|假如|如果)", re.IGNORECASE)
 # A question about a problem ("why does X fail?") is a report too, unless it asks about a hypothetical.
@@ -144,6 +144,7 @@ def reported_problem(text: str) -> str | None:
     """What the person reports as broken: a pasted error line, else the sentence naming the problem."""
     line = error_line(text)
     # A pasted log line, not a sentence of the person's that happens to say "failed".
+    line = line.strip("│┃|╷╵ ") if line else None  # the frame some tools draw around an error
     if line and not _CJK_CHAR.search(line[:1]) and _LOG_LINE.search(line):
         return line
     sentences = [s for s in _sentences(_prose(text) or text) if len(s) <= 400]

@@ -302,7 +302,8 @@ class _Reader:
             return  # still describing the same problem
         report = reported_problem(text)
         if report:
-            err = error_line(text) if report != error_line(text) else None
+            err = error_line(text)
+            err = err.strip("│┃|╷╵ ") if err and err.strip("│┃|╷╵ ") != report else None
             failure = _Failure(_message_id(message), message.at, report, f"said:{_message_id(message)}", err, said=True)
             self.state.open.append(failure)
             del self.state.open[:-MAX_OPEN]
