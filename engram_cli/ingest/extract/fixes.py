@@ -77,7 +77,7 @@ def _added(old: str, new: str) -> list[str]:
         line = _norm(line)
         if not line or line in before or line in out or _TRIVIAL.match(line) or _IMPORT.match(line):
             continue
-        if len(re.findall(r"\w", line)) < 3:
+        if len(re.findall(r"\w", line)) < 2:
             continue
         out.append(line)
     # Code before comments: the line that changed says more than the note beside it, and both may fit.
@@ -133,20 +133,33 @@ _PROBLEM_ZH = re.compile(
     "打不开|打不開|白屏|不可复现|不可復現|崩溃|崩潰|卡住|超时|超時|修一下|修复|修復|乱码|亂碼|方块|方塊|太慢|很慢|变慢|變慢|"
     "不生效|没生效|沒生效|不一致|重复|重複|偶尔|偶爾|异常|異常"
 )
-_LOG_LINE = re.compile(r"\w(?:Error|Exception)\b|\b(?:ERROR|FATAL|FAILED|FAIL|Traceback|panic|fatal|Error:)|^E\s")
+# The frame some tools draw around an error (Terraform's box).
+_FRAME = "\u2502\u2503|\u2577\u2575 "
+_LOG_LINE = re.compile(
+    r"[A-Za-z_][\w.]*?(?:Error|Exception)\b|\b(?:ERROR|FATAL|FAILED|FAIL|Traceback|panic|fatal|Error:)|^E\s"
+)
 _FIX_WORD = re.compile(r"\bfix(?:es)?\b", re.IGNORECASE)
 _NOT_A_REPORT = re.compile(r"^(?:what if|suppose|imagine|hypothetically|假设|假設|假如|如果)", re.IGNORECASE)
 # A question about a problem ("why does X fail?") is a report too, unless it asks about a hypothetical.
 _QUESTION = re.compile(r"^(?:what if|would|could)\b|要不要|会不会|會不會", re.IGNORECASE)
 
 
+def pasted_error(text: str) -> str | None:
+    """The error line the person pasted (from where the log's words start), or None."""
+    line = error_line(text)
+    found = _LOG_LINE.search(line) if line else None
+    if line is None or found is None:
+        return None
+    # "控制台报错：TypeError: …": the log line starts at its first log word; a box frame is not part of it.
+    start = found.start() if _CJK_CHAR.search(line[: found.start()]) else 0
+    return line[start:].strip(_FRAME + "：: ") or None
+
+
 def reported_problem(text: str) -> str | None:
     """What the person reports as broken: a pasted error line, else the sentence naming the problem."""
-    line = error_line(text)
-    # A pasted log line, not a sentence of the person's that happens to say "failed".
-    line = line.strip("│┃|╷╵ ") if line else None  # the frame some tools draw around an error
-    if line and not _CJK_CHAR.search(line[:1]) and _LOG_LINE.search(line):
-        return line
+    line = pasted_error(text)
+    if line and line == (error_line(text) or "").strip(_FRAME):
+        return line  # a log pasted on its own, not a sentence of the person's that quotes one
     sentences = [s for s in _sentences(_prose(text) or text) if len(s) <= 400]
     sentences = [s for s in sentences if not (_NOT_A_REPORT.match(s) or _QUESTION.search(s))]
     symptom = next((s for s in sentences if _PROBLEM_EN.search(_FIX_WORD.sub("", s)) or _PROBLEM_ZH.search(s)), None)
@@ -201,7 +214,7 @@ def confirmation(text: str) -> tuple[str, bool] | None:
         # "works" in "still not working" / 还是不行: the problem is open.
         if _STILL.search(_NO_LONGER.sub("", sentence)):
             return None
-        return _clip(sentence, 80), strong
+        return _clip(sentence.rstrip(" .!。！~"), 80), strong
     return None
 
 
@@ -241,13 +254,15 @@ def diagnosis(text: str) -> str | None:
 # --- the memory ----------------------------------------------------------------------------------
 
 
-def fix_text(failure: _Failure, verified: str, lang: str | None) -> str:
+def fix_text(failure: _Failure, how: str, detail: str, lang: str | None) -> str:
     """The procedural memory: the problem, the fix (what changed), and how it was confirmed.
 
-    ``verified`` is the closing clause already in the memory's language: "verified by re-running pytest",
-    'committed as "fix: …"', 'the person confirmed: "works"'.
+    ``how`` is "rerun" (``detail`` names the command), "commit" (its message) or "words" (the person's).
     """
     zh = lang == "zh" or (lang is None and _is_chinese(failure.how or failure.why or failure.diag or ""))
+    if failure.said:  # the person's own report says which language they work in
+        zh = len(_CJK_CHAR.findall(failure.cmd)) >= 4
+    verified = verified_text(how, detail, "zh" if zh else "en")
     files = ", ".join(failure.files)
     acts = ", ".join(f"`{a}`" for a in failure.acts)
     lines = ", ".join(f"`{line}`" for line in failure.lines)
@@ -260,8 +275,11 @@ def fix_text(failure: _Failure, verified: str, lang: str | None) -> str:
         else:
             parts = ([f"原因：{cause}"] if cause else []) + ([f"修复：{details}"] if details else [])
         if failure.said:
-            quoted = failure.err and failure.err != failure.cmd
-            head = f"问题：{failure.cmd}" + (f"（`{failure.err}`）" if quoted else "")
+            head = f"问题：{failure.cmd}" + (
+                f"（`{failure.err}`）" if failure.err and failure.err != failure.cmd else ""
+            )
+            if failure.err == failure.cmd:
+                head = f"出现 `{failure.err}` 时"
             return _clip(head + "；" + "；".join(parts) + f"；{verified}。", 600)
         err = f"（`{failure.err}`）" if failure.err else ""
         return _clip(f"`{failure.cmd}` 失败{err}时，" + "；".join(parts) + f"；{verified}。", 600)
@@ -272,10 +290,9 @@ def fix_text(failure: _Failure, verified: str, lang: str | None) -> str:
     else:
         parts = ([f"cause: {cause}"] if cause else []) + ([f"fix: {details}"] if details else [])
     if failure.said:
-        if failure.err and failure.err != failure.cmd:
-            head = f"When `{failure.err}` shows up ({failure.cmd})"
-        else:
-            head = f"Problem: {failure.cmd}"
+        head = f"Problem: {failure.cmd}"
+        if failure.err:
+            head = f"When `{failure.err}` shows up" + (f" ({failure.cmd})" if failure.err != failure.cmd else "")
         return _clip(head + "; " + "; ".join(parts) + f"; {verified}.", 600)
     err = f" with `{failure.err}`" if failure.err else ""
     return _clip(f"When `{failure.cmd}` fails{err}, " + "; ".join(parts) + f"; {verified}.", 600)

@@ -14,9 +14,9 @@ from engram_cli.ingest.extract.fixes import (
     confirmation,
     diagnosis,
     fix_text,
+    pasted_error,
     reported_problem,
     stated_fix,
-    verified_text,
 )
 from engram_cli.ingest.extract.item import Item, _message_id
 from engram_cli.ingest.extract.outcome import (
@@ -256,9 +256,9 @@ class _Reader:
         for reported in [f for f in state.open if f.said]:
             state.open.remove(reported)
             same.lines = ([line for line in reported.lines if line not in same.lines] + same.lines)[:3]
-        self.fixed(same, verified_text("rerun", sig.show, state.lang), FIX_IMPORTANCE)
+        self.fixed(same, "rerun", sig.show, FIX_IMPORTANCE)
 
-    def fixed(self, failure: _Failure, verified: str, importance: float) -> None:
+    def fixed(self, failure: _Failure, how: str, detail: str, importance: float) -> None:
         state = self.state
         if state.fixes >= MAX_FIXES:
             return
@@ -268,7 +268,7 @@ class _Reader:
             Item(
                 key=f"fix:{failure.id}",
                 type="procedural",
-                content=fix_text(failure, verified, state.lang),
+                content=fix_text(failure, how, detail, state.lang),
                 importance=importance,
                 message_id=failure.id,
                 at=failure.at,
@@ -290,7 +290,7 @@ class _Reader:
             first.err = first.err or other.err
             first.lines += [line for line in other.lines if line not in first.lines][: 3 - len(first.lines)]
         importance = FIX_IMPORTANCE if how != "words" else WORDS_IMPORTANCE if strong else THANKS_IMPORTANCE
-        self.fixed(first, verified_text(how, _clip(detail.replace("`", "'"), 100), self.state.lang), importance)
+        self.fixed(first, how, _clip(detail.replace("`", "'"), 100), importance)
 
     def problem(self, message: Message, text: str) -> None:
         """The person's message confirms a fix, or reports a problem to fix."""
@@ -302,8 +302,7 @@ class _Reader:
             return  # still describing the same problem
         report = reported_problem(text)
         if report:
-            err = error_line(text)
-            err = err.strip("│┃|╷╵ ") if err and err.strip("│┃|╷╵ ") != report else None
+            err = pasted_error(text)
             failure = _Failure(_message_id(message), message.at, report, f"said:{_message_id(message)}", err, said=True)
             self.state.open.append(failure)
             del self.state.open[:-MAX_OPEN]
