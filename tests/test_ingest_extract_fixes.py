@@ -204,3 +204,40 @@ def test_gemini_output_ending_in_error_none_has_not_failed() -> None:
     output = "Command: make\nOutput: built\nError: (none)\nExit Code: 0\nSignal: (none)"
     assert not failed(output)
     assert failed("Command: make\nOutput: \nError: boom\nExit Code: 2")
+
+
+# --- precision of preferences and decisions --------------------------------------------------------
+
+
+def semantic(text: str) -> list[Item]:
+    log = Log()
+    log.add("user", text)
+    items, _ = extract(log.session(), {})
+    return [item for item in items if item.type == "semantic"]
+
+
+def test_a_cue_after_a_colon_starts_a_clause_and_the_person_owns_it() -> None:
+    [pref] = semantic("also, general thing about me: I always use uv, never pip. don't ask me again.")
+    assert "I always use uv, never pip" in pref.content and pref.scope == "person"
+
+
+def test_asides_local_instructions_and_problem_reports_are_not_preferences() -> None:
+    assert semantic("don't ask me again.") == []  # says nothing once the conversation is gone
+    assert semantic("要不要把集群换成 kubeadm？别了，k3s 挺好。") == []  # 别了: "never mind"
+    assert semantic("你先说方案，不要直接写代码。") == []  # for this task, not a habit
+    assert semantic("Stripe webhooks have been failing on staging since we moved the route.") == []
+    assert semantic("导出一直报错，自从我们改用了新的 writer。") == []
+
+
+def test_yilv_is_a_rule_and_every_project_makes_it_the_persons() -> None:
+    [pref] = semantic("提交信息一律英文，用 conventional commits 格式，这是我个人的习惯，所有项目都这样")
+    assert "conventional commits" in pref.content and pref.scope == "person"
+    [mine] = semantic("我的 commit message 一律用小写英文。")
+    assert mine.scope == "person"
+
+
+def test_anywhere_else_outweighs_this_repo() -> None:
+    [pref] = semantic("I never use npm, in this repo or anywhere else.")
+    assert pref.scope == "person"
+    [local] = semantic("We always use pnpm in this repo.")
+    assert local.scope == "project"
