@@ -6,6 +6,7 @@ import re
 
 from engram_cli.ingest.base import Message
 from engram_cli.ingest.extract.item import Item, _message_id
+from engram_cli.ingest.extract.scope import _PROJECT as _PROJECT_NAMED
 from engram_cli.ingest.extract.scope import scope_of
 from engram_cli.ingest.extract.wording import (
     _CJK_CHAR,
@@ -37,7 +38,8 @@ _KIND_RANK = {REMEMBER: 3, DECISION: 2, PREFERENCE: 1}
 _KEY_PREFIX = {REMEMBER: "remember", DECISION: "decision", PREFERENCE: "pref"}
 
 
-_LEAD = r"^(?:(?:please|pls|plz|also|and|but|so|just|then|now|oh|ok(?:ay)?)[\s,]+)*"
+# A cue starts a sentence, or a clause after a colon ("general thing about me: I always use uv").
+_LEAD = r"(?:^|(?<=[:;]\s))(?:(?:please|pls|plz|also|and|but|so|just|then|now|oh|ok(?:ay)?)[\s,]+)*"
 _SUBJ = r"(?:(?:you|we|i)(?:\s+(?:should|must|will|need to)|'ll)?\s+)?"
 _WE_USE = r"(?:we|i)(?:\s+use|\s+are using|'re using|'m using|\s+am using|\s+have been using|'ve been using)"
 _NOT_FEEDBACK = r"(?!it\b|this\b|that\b|these\b|those\b|the way\b|what\b|how\b|your?\b|when you\b)"
@@ -62,7 +64,7 @@ _CUES: list[tuple[re.Pattern[str], float, str]] = [
         (r"\b(?:make|be) sure (?:to|you|that you)\s+(?:always|never)\b", STRONG, PREFERENCE),
         (rf"{_LEAD}(?:don't|do not)\s+\w+(?:\s+\w+)?\s+(?:any ?more|again)\b", STRONG, PREFERENCE),
         (r"(?:请|請)(?:一直|始终|始終|总是|總是|永远|永遠|每次都)", STRONG, PREFERENCE),
-        (r"(?:一直|始终|始終)都?(?:用|使用|保持|要)|每次都(?:要|用|先|得)|务必|務必", STRONG, PREFERENCE),
+        (r"(?:一直|始终|始終)都?(?:用|使用|保持|要)|每次都(?:要|用|先|得)|务必|務必|一律", STRONG, PREFERENCE),
         (r"(?:永远|永遠|千万|千萬|绝对|絕對|绝|絕)(?:不要|别|別|不能|不可以|不准|不许|不許)", STRONG, PREFERENCE),
         (r"(?<![要特区區分差个個告])(?:不要|别|別)再", STRONG, PREFERENCE),
         # a change from now on
@@ -131,7 +133,7 @@ _CUES: list[tuple[re.Pattern[str], float, str]] = [
         (r"\b(?:our|the) (?:convention|rule|standard|style) (?:here )?is\b", WEAK, PREFERENCE),
         (
             _ZH_START + _ZH_LEAD + r"(?:不要|别|別|不准|不许|不許|禁止|避免|尽量|盡量)"
-            r"(?!紧|緊|人|的|处|處|名|说|說|客气|客氣|急|担心|擔心|管|忘)",
+            r"(?!紧|緊|人|的|处|處|名|说|說|客气|客氣|急|担心|擔心|管|忘|了)",
             WEAK,
             PREFERENCE,
         ),
@@ -161,7 +163,13 @@ _COUNTERFACTUAL = re.compile(
 _LOCAL = re.compile(
     r"\b(?:here(?!'s| is| are)|for now|for this|this time|yet|right now|at the moment|for the moment|"
     r"in this (?:function|file|case|test|pr|branch|commit|method|class))\b|"
-    r"这里|這裡|这儿|這兒|这次|這次|暂时|暫時|先这样|先這樣|目前先|现在先|現在先",
+    r"这里|這裡|这儿|這兒|这次|這次|暂时|暫時|先这样|先這樣|目前先|现在先|現在先|(?:^|(?<=[，,]))(?:你|您)先(?!前)",
+    re.IGNORECASE,
+)
+# A sentence reporting that something broke is a problem, not a choice: "X has been failing since we moved Y".
+_REPORT = re.compile(
+    r"\b(?:has|have|had) been (?:failing|broken|crashing|erroring)\b|\bstarted (?:failing|crashing|erroring)\b|"
+    r"(?:一直|开始|開始)(?:报错|報錯|失败|失敗|挂|掛)",
     re.IGNORECASE,
 )
 _TENTATIVE = re.compile(
@@ -178,7 +186,7 @@ _CUE_WORDS = _words(
     moved migrate migrated longer instead stop avoid convention rule standard style future now forward henceforth
     please let lets make sure again anymore today on option options approach one ones way idea solution plan
     suggestion proposal version first second third last former latter above below previous earlier yours thing
-    things stuff ok okay yes sure fine good great also really"""
+    things stuff ok okay yes sure fine good great also really ask asking"""
 )
 _ZH_POINTERS = re.compile(
     "这个|這個|那个|那個|这样|這樣|那样|那樣|方案|第[一二三四五六七八九十]+个?|第[一二三四五六七八九十]+個|上面|下面|"
@@ -218,7 +226,7 @@ def _cue(sentence: str) -> tuple[float, str] | None:
         return None
     # "Let's use a dict here", "不要动数据库，暂时": a choice for this spot or this moment. Only an
     # explicit always/never/remember outweighs the scope.
-    if best[0] < STRONG and _LOCAL.search(masked):
+    if best[0] < STRONG and (_LOCAL.search(masked) or _REPORT.search(masked)):
         return None
     return best
 
@@ -260,5 +268,14 @@ def _semantic(message: Message, text: str, source: str) -> Item | None:
         message_id=_message_id(message),
         at=message.at,
         tags=[kind, source],
-        scope=scope_of(content),
+        scope=_scope(content, text),
     )
+
+
+def _scope(content: str, text: str) -> str:
+    """Whose the kept sentences are; a person's framing elsewhere in the message ("所有项目通用：…",
+    "that goes for every repo of mine") makes them the person's unless they name the project."""
+    scope = scope_of(content)
+    if scope == "project" and not _PROJECT_NAMED.search(content) and scope_of(_prose(text)) == "person":
+        return "person"
+    return scope

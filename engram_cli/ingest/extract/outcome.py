@@ -11,9 +11,10 @@ from engram_cli.ingest.extract.wording import _CJK_CHAR, _FENCE, MAX_SENTENCE, _
 # What a failed run prints. The head of the output is all the importer keeps (base.TOOL_EXCERPT).
 _FAILURE = re.compile(
     r"\b[1-9]\d* (?:failed|errors?|failures?)\b|\bFAILED\b|^FAIL\b|^=+ (?:FAILURES|ERRORS) =+$|"
-    r"\s(?=[.sxEF]*F)[.sxEF]+\s+\[\s*\d+%\]|Traceback \(most recent call last\)|^\s*\w*(?:Error|Exception):|"
+    r"\s(?=[.sxEF]*F)[.sxEF]+\s+\[\s*\d+%\]|Traceback \(most recent call last\)|"
+    r"^\s*\w*(?:Error|Exception):(?! \(none\)$)|"
     r"^E {2,}\S|\berror\[E\d+\]|^error(?:\[|:)|: error(?::| TS\d+)|npm ERR!|ERR_PNPM_|error Command failed|"
-    r"\bexit(?:ed)?(?: with)? (?:code|status)[:= ]*[1-9]|\"exit_code\"\s*:\s*[1-9]|\bExit code:? [1-9]|"
+    r"\bexit(?:ed)?(?: with)? (?:code|status)[:= ]*[1-9]|\"exit_code\"\s*:\s*[1-9]|\bExit [Cc]ode:? [1-9]|"
     r"returned non-zero exit status|command not found|^fatal:|^panic:|Segmentation fault|BUILD FAILED|"
     r"\bBuild failed\b|报错|報錯|错误[:：]|錯誤[:：]|失败|失敗",
     re.MULTILINE,
@@ -32,7 +33,8 @@ _ERROR_LINES = [
     re.compile(r"(.*?(?:command not found|报错|報錯|错误|錯誤|失败|失敗).*)"),
     re.compile(r"(.*?\b(?:error|failed|failure)\b.*)", re.IGNORECASE),
 ]
-_NOISE_ERROR_LINE = re.compile(r"^(?:npm ERR! (?:code|errno|A complete log|\s*$)|FAILED\s*$)")
+# Gemini CLI ends every shell output with "Error: (none)" when there was none.
+_NOISE_ERROR_LINE = re.compile(r"^(?:npm ERR! (?:code|errno|A complete log|\s*$)|FAILED\s*$|Error: \(none\)$)")
 
 
 def failed(text: str, is_error: bool = False) -> bool:

@@ -6,11 +6,28 @@ import difflib
 import re
 
 from engram_cli.ingest.base import ASSISTANT, SHELL, TOOL, USER, Message, Session
-from engram_cli.ingest.extract.commands import Signature, signature
+from engram_cli.ingest.extract.commands import signature
 from engram_cli.ingest.extract.cues import REMEMBER, _semantic
 from engram_cli.ingest.extract.episode import _is_request, _task
+from engram_cli.ingest.extract.fixes import (
+    changed_lines,
+    confirmation,
+    diagnosis,
+    fix_text,
+    pasted_error,
+    reported_problem,
+    stated_fix,
+)
 from engram_cli.ingest.extract.item import Item, _message_id
-from engram_cli.ingest.extract.outcome import _COMMIT_LINE, edited_files, error_line, explanation, failed, outcome
+from engram_cli.ingest.extract.outcome import (
+    _COMMIT_LINE,
+    _EDIT_TOOL,
+    edited_files,
+    error_line,
+    explanation,
+    failed,
+    outcome,
+)
 from engram_cli.ingest.extract.state import MAX_FIXES, MAX_OPEN, MAX_PENDING, MAX_SEMANTIC, _Call, _Failure, _State
 from engram_cli.ingest.extract.wording import (
     _BASH_INPUT,
@@ -25,6 +42,10 @@ from engram_cli.ingest.extract.wording import (
 from engram_cli.lang.text import content_hash
 
 FIX_IMPORTANCE = 0.6
+# A fix the person confirmed in words is a little less sure than one a run or a commit confirmed; one
+# confirmed only by thanks or praise, less again.
+WORDS_IMPORTANCE = 0.55
+THANKS_IMPORTANCE = 0.45
 
 
 class _Reader:
@@ -76,6 +97,7 @@ class _Reader:
             if not text:
                 return
         self.state.last_fail = None
+        self.problem(message, text)
         if self.state.task is None and _is_request(text):
             task = _task(text)
             if re.search(r"\w", task):
@@ -100,9 +122,14 @@ class _Reader:
             self.state.outcome = said
         if self.state.open:
             how, why = explanation(text)
+            how = how or stated_fix(text)
+            diag = diagnosis(text)
             for failure in self.state.open:
                 failure.how = failure.how or how
                 failure.why = failure.why or why
+                failure.diag = failure.diag or diag
+            # Aider writes its edits as SEARCH/REPLACE blocks in the answer; others may show a diff.
+            self.changed(changed_lines(text))
         self.state.last_fail = None
 
     # tools and commands
@@ -112,23 +139,31 @@ class _Reader:
         files = [] if message.is_error else edited_files(message, self.session.project)
         if message.command:
             command = message.command[:2000]
-            echoed = next((c for c in self.state.pending if c.cmd == command and c.tool == message.tool), None)
-            if echoed:  # a result that repeats its call's command
+            # A result that repeats its call's command; the person's own call (aider's /run) names no tool.
+            echoed = next((c for c in self.state.pending if c.cmd == command and c.tool in (message.tool, None)), None)
+            if echoed:
                 self.result(message, text, message.is_error, echoed)
             elif message.is_error:  # call and result in one message
                 self.run(message, command, text if text.strip() != command.strip() else "", True)
+            elif _output_of(text, command):  # call and result in one message (aider's "!cmd")
+                self.run(message, command, text, failed(text))
             else:
                 self.call(message, command, message.tool)
+            if self.state.open:
+                self.changed(changed_lines(command))
         else:
             call = self.match(message)
             if call:
                 self.result(message, text, message.is_error, call)
         if files:
             self.edited(files)
+        if self.state.open and not message.is_error and _EDIT_TOOL.search(message.tool or ""):
+            self.changed(changed_lines(text, edit_input=True))
         if not message.is_error:
             for msg in _COMMIT_LINE.findall(text):
                 self.state.commit = _clip(msg.replace("`", "'"), 100)
                 self.state.commits += 1
+                self.confirm(message, "commit", self.state.commit)
 
     def match(self, message: Message) -> _Call | None:
         """The pending call this result answers: same tool name, else the oldest call of no named tool."""
@@ -197,11 +232,18 @@ class _Reader:
         just_failed = state.last_fail
         state.last_fail = None
         same = next((f for f in state.open if f.key == sig.key), None)
+        if same is None and sig.key == "git commit":
+            self.confirm(message, "commit", _commit_message(command) or _command_line(command))
+            return
+        if same is None and sig.test and any(f.said and f.changed for f in state.open):
+            self.confirm(message, "rerun", sig.show)
+            return
         if same is None:
             typo = next((f for f in state.open if f.id == just_failed), None)
             if typo and _similar(typo.cmd, _command_line(command)):
                 state.open.remove(typo)  # `gti status` then `git status`: a typo, not a fix
-            elif not sig.readonly:
+            elif not sig.readonly and not sig.test and sig.key not in _BOOKKEEPING:
+                # Running the tests or staging files looks at the fix; it is not one.
                 for failure in state.open:
                     if len(failure.acts) < 3 and _command_line(command) not in failure.acts:
                         failure.acts.append(_command_line(command)[:120])
@@ -210,21 +252,60 @@ class _Reader:
         # Re-run at once with nothing in between: a typo corrected, or a flaky run; nothing learnt.
         if just_failed == same.id or not (same.files or same.acts or same.how or same.why):
             return
+        # The problem the person reported is the one this run shows fixed: one memory for both.
+        for reported in [f for f in state.open if f.said]:
+            state.open.remove(reported)
+            same.lines = ([line for line in reported.lines if line not in same.lines] + same.lines)[:3]
+        self.fixed(same, "rerun", sig.show, FIX_IMPORTANCE)
+
+    def fixed(self, failure: _Failure, how: str, detail: str, importance: float) -> None:
+        state = self.state
         if state.fixes >= MAX_FIXES:
             return
         state.fixes += 1
-        state.fixed.append(_clip(f"`{same.key}`" + (f" ({same.err})" if same.err else ""), 160))
+        state.fixed.append(_clip(f"`{failure.key}`" + (f" ({failure.err})" if failure.err else ""), 160))
         self.items.append(
             Item(
-                key=f"fix:{same.id}",
+                key=f"fix:{failure.id}",
                 type="procedural",
-                content=_fix_text(same, sig, state.lang),
-                importance=FIX_IMPORTANCE,
-                message_id=same.id,
-                at=same.at,
+                content=fix_text(failure, how, detail, state.lang),
+                importance=importance,
+                message_id=failure.id,
+                at=failure.at,
                 tags=["fix", self.source],
             )
         )
+
+    def confirm(self, message: Message, how: str, detail: str, strong: bool = True) -> None:
+        """A commit or the person's words say the change worked: the oldest problem changes were made for is fixed."""
+        # A failed command waits for its re-run (aider commits before the person re-runs the test); the
+        # commit confirms what only the person's words described.
+        done = [f for f in self.state.open if (f.changed or f.how) and (how != "commit" or f.said)]
+        if not done:
+            return
+        for failure in done:
+            self.state.open.remove(failure)
+        first = done[0]
+        for other in done[1:]:  # one fix, seen as several failures: keep what each saw
+            first.err = first.err or other.err
+            first.lines += [line for line in other.lines if line not in first.lines][: 3 - len(first.lines)]
+        importance = FIX_IMPORTANCE if how != "words" else WORDS_IMPORTANCE if strong else THANKS_IMPORTANCE
+        self.fixed(first, how, _clip(detail.replace("`", "'"), 100), importance)
+
+    def problem(self, message: Message, text: str) -> None:
+        """The person's message confirms a fix, or reports a problem to fix."""
+        said = confirmation(text)
+        if said and any(f.changed or f.how for f in self.state.open):
+            self.confirm(message, "words", said[0], said[1])
+            return
+        if any(f.said and not f.changed for f in self.state.open):
+            return  # still describing the same problem
+        report = reported_problem(text)
+        if report:
+            err = pasted_error(text)
+            failure = _Failure(_message_id(message), message.at, report, f"said:{_message_id(message)}", err, said=True)
+            self.state.open.append(failure)
+            del self.state.open[:-MAX_OPEN]
 
     def edited(self, files: list[str]) -> None:
         self.state.last_fail = None
@@ -232,6 +313,12 @@ class _Reader:
             for path in files:
                 if path not in failure.files and len(failure.files) < 5:
                     failure.files.append(path[:200])
+
+    def changed(self, lines: list[str]) -> None:
+        for failure in self.state.open:
+            for line in lines:
+                if line not in failure.lines and len(failure.lines) < 3:
+                    failure.lines.append(line)
 
 
 def _command_line(command: str) -> str:
@@ -248,23 +335,15 @@ def _similar(a: str, b: str) -> bool:
     return a != b and difflib.SequenceMatcher(None, a, b).ratio() >= 0.75
 
 
-def _fix_text(failure: _Failure, sig: Signature, lang: str | None) -> str:
-    """The procedural memory: when the command fails with the error, what fixed it, and how it was verified."""
-    zh = lang == "zh" or (lang is None and _is_chinese(failure.how or failure.why or ""))
-    files = ", ".join(failure.files)
-    acts = ", ".join(f"`{a}`" for a in failure.acts)
-    if zh:
-        details = "；".join(p for p in (f"修改了 {files}" if files else "", f"运行了 {acts}" if acts else "") if p)
-        if failure.how:
-            parts = [f"修复：{failure.how}" + (f"（{details}）" if details else "")]
-        else:
-            parts = ([f"原因：{failure.why}"] if failure.why else []) + ([f"修复：{details}"] if details else [])
-        err = f"（`{failure.err}`）" if failure.err else ""
-        return _clip(f"`{failure.cmd}` 失败{err}时，" + "；".join(parts) + f"；重新运行 {sig.show} 后通过。", 600)
-    details = "; ".join(p for p in (f"edited {files}" if files else "", f"ran {acts}" if acts else "") if p)
-    if failure.how:
-        parts = [f"fix: {failure.how}" + (f" ({details})" if details else "")]
-    else:
-        parts = ([f"cause: {failure.why}"] if failure.why else []) + ([f"fix: {details}"] if details else [])
-    err = f" with `{failure.err}`" if failure.err else ""
-    return _clip(f"When `{failure.cmd}` fails{err}, " + "; ".join(parts) + f"; verified by re-running {sig.show}.", 600)
+_BOOKKEEPING = frozenset({"git add", "git commit", "git push", "git stash", "git pull", "git fetch", "git checkout"})
+
+
+def _output_of(text: str, command: str) -> bool:
+    """Whether a tool message's text is its command's output rather than its input (the command itself)."""
+    head = " ".join(command.split())[:60]
+    return bool(text.strip()) and head not in " ".join(text.split())
+
+
+def _commit_message(command: str) -> str | None:
+    match = re.search(r"\s-\w*m\s*(['\"])(.+?)\1", command)
+    return match.group(2).split("\n")[0] if match else None

@@ -38,7 +38,7 @@ _PROJECT = re.compile(
 # 2. Beyond this project, or about how the person is answered.
 _EVERYWHERE = re.compile(
     r"\b(?:every|all(?:\s+(?:of\s+)?my)?|any|each|across(?:\s+all)?(?:\s+my)?)\s+(?:projects?|repos|repositories|"
-    r"codebases|machines|computers)\b|\beverywhere\b|\bglobally\b|\bin\s+general\b|\bno\s+matter\s+(?:the|which)\s+"
+    r"codebases|machines|computers)\b|\beverywhere\b|\banywhere(?:\s+else)?\b|\b(?:every|any|each)\s+(?:\w+\s+)?(?:repo|project)\s+of\s+mine\b|\bglobally\b|\bin\s+general\b|\bno\s+matter\s+(?:the|which)\s+"
     r"project\b|"
     r"(?:所有|每个|每個|任何|全部)(?:的)?(?:项目|項目|仓库|倉庫|代码库|代碼庫)|(?:无论|無論|不管)(?:什么|什麼|哪个|哪個)?(?:项目|項目)|"
     r"全局|到处|到處",
@@ -77,6 +77,7 @@ _FIRST_PERSON = re.compile(
     r"handle|email|e-mail|language|locale|preference|style|font|theme|browser)\b|\bfor\s+me\b|"
     r"我(?![们們])(?:比较|比較|更|还是|還是|一般|通常|平时|平時|向来|向來|一向|总是|總是|一直|从来|從來|从不|從不|都)?"
     r"(?:习惯|習慣|喜欢|喜歡|偏好|偏爱|偏愛|爱用|愛用|常用|讨厌|討厭|不喜欢|不喜歡|不习惯|不習慣|用|使用)|"
+    r"我(?![们們])的[^，,。；;]{1,24}?(?:一律|一向|向来|向來|永远|永遠|总是|總是)|"
     r"我(?![们們])的(?:编辑器|編輯器|终端|終端|电脑|電腦|系统|系統|时区|時區|邮箱|郵箱|习惯|習慣|键盘|鍵盤|用户名|用戶名|配置)",
     _I,
 )
@@ -105,9 +106,11 @@ _AT_HAND = re.compile(
 
 def scope_of(text: str) -> ScopeOf:
     """``"person"`` for a statement about the person (true in every project), else ``"project"``."""
+    if _EVERYWHERE.search(text):  # "in this repo or anywhere else": beyond the project
+        return PERSON
     if _PROJECT.search(text):
         return PROJECT
-    if _EVERYWHERE.search(text) or _ANSWERS.search(text):
+    if _ANSWERS.search(text):
         return PERSON
     if _FIRST_PERSON.search(text) and not any(p.search(text) for p in (_TEAM, _PROJECT_THING, _AT_HAND)):
         return PERSON

@@ -62,7 +62,12 @@ class _Call:
 
 @dataclass
 class _Failure:
-    """A failed command waiting for a passing run of the same command, and what happened since."""
+    """A failed command (or a problem the person reported) waiting for its fix, and what happened since.
+
+    ``said`` marks a problem the person reported: ``cmd`` is then their sentence and ``key`` is
+    ``said:<id>``, which no command signature can equal. ``lines`` are the lines the changes since put
+    in, ``diag`` the assistant's first statement about it.
+    """
 
     id: str
     at: str | None
@@ -73,12 +78,22 @@ class _Failure:
     acts: list[str] = field(default_factory=list)
     how: str | None = None
     why: str | None = None
+    lines: list[str] = field(default_factory=list)
+    diag: str | None = None
+    said: bool = False
 
     def dump(self) -> dict[str, Any]:
-        return {
+        out = {
             "id": self.id, "at": self.at, "cmd": self.cmd, "key": self.key, "err": self.err,
             "files": self.files, "acts": self.acts, "how": self.how, "why": self.why,
+            "lines": self.lines, "diag": self.diag, "said": self.said,
         }  # fmt: skip
+        return {k: v for k, v in out.items() if v not in ([], None, False)}
+
+    @property
+    def changed(self) -> bool:
+        """Something was done about it: files edited, lines written or commands run."""
+        return bool(self.files or self.lines or self.acts)
 
     @classmethod
     def load(cls, data: Any) -> _Failure | None:
@@ -94,6 +109,9 @@ class _Failure:
             acts=_strs(data.get("acts"), 3),
             how=_str(data.get("how"), 220),
             why=_str(data.get("why"), 220),
+            lines=_strs(data.get("lines"), 3),
+            diag=_str(data.get("diag"), 220),
+            said=data.get("said") is True,
         )
 
 
