@@ -131,20 +131,17 @@ def _agent_episode(state: _State) -> str | None:
     No frame ("Session in … (date): asked: …"): the project is the memory's namespace and the date its
     time, and a frame shared by every episode would make unrelated sessions look alike to compaction.
     """
-    about = (state.summary if not state.episodes else None) or state.task or state.trouble or state.title
+    about = (state.summary if not state.episodes else None) or state.task or state.title or state.trouble
     if not about and not (state.commits or state.fixes or state.tests):
         return None  # nothing asked, nothing done that a tool recorded: no memory
     told = " ".join(t for t in (state.diagnosis, state.outcome, state.reply) if t) if state.task is None else ""
     lang = state.lang or ("zh" if _is_chinese(told or about or state.outcome or "") else "en")
     zh = lang == "zh"
     parts = [_trim(about)] if about else []
-    if state.summary and about == state.summary:
-        said: list[str] = []  # the tool's own summary already says what came of it
-    elif state.worked:
-        said = [s for s in (state.diagnosis, state.outcome) if s]
-    else:
-        said = [state.reply] if state.reply else []
-    for sentence in said:
+    # What the work found and how it ended; when nothing was done, the answer given (which the tool's
+    # own summary, when there is one, already covers).
+    said = [state.diagnosis, state.outcome] if state.worked else [None if about == state.summary else state.reply]
+    for sentence in filter(None, said):
         if not any(_trim(sentence) in p for p in parts):
             parts.append(_trim(sentence))
     status = _status(state, zh)
@@ -182,7 +179,7 @@ def _sentences_joined(parts: list[str], status: list[str], zh: bool) -> str:
     text = ""
     for part in parts:
         if text and not re.search(r"[.!?。！？…]$", text):
-            text += "。" if zh else "."
+            text += "。" if _CJK_CHAR.match(text[-1]) or _CJK_CHAR.match(part) else "."
         text += ("" if not text or zh or _CJK_CHAR.match(part) else " ") + part
     return text if re.search(r"[.!?。！？]$", text) else text + ("。" if zh else ".")
 
