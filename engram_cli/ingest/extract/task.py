@@ -80,6 +80,11 @@ _PROPOSAL = re.compile(
     r"^(?:要不要|是不是|能不能|可不可以|会不会|會不會)",
     re.IGNORECASE,
 )
+# Dropping an idea just raised: "nah", "算了".
+_DISMISS = re.compile(
+    r"(?:nah|nope|never ?mind|forget it|not worth it|no need|算了|不用了?|不要了|不折腾了|没必要)(?:[\s,，].{0,30})?",
+    re.IGNORECASE,
+)
 # How much a request must say (as in wording._weight) to open a task of its own after the last one closed.
 NEW_TASK_WEIGHT = 40
 
@@ -148,7 +153,8 @@ def aside(text: str) -> bool:
     for sentence in _person_sentences(text):
         if _HYPOTHETICAL.match(sentence) or _PROPOSAL.match(sentence) or approval(sentence):
             continue
-        if _ACK.match(sentence.rstrip(".!。！~ ")) or _cue(sentence.replace("’", "'")):
+        bare = sentence.rstrip(".!。！~ ")
+        if _ACK.match(bare) or _DISMISS.fullmatch(bare) or _cue(sentence.replace("’", "'")):
             continue
         return False
     return True
