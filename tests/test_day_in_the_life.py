@@ -17,6 +17,7 @@ import pytest
 PREFERENCE = "Always answer in British English"
 NODE_FACT = "The webshop's CI runs on Node 20"
 SESSION_FACT = "the staging database of the webshop listens on port 5433"
+SESSION_TASK = "The staging API cannot reach its database."
 
 
 def _claude_session(home: Path, repo: Path) -> None:
@@ -27,7 +28,7 @@ def _claude_session(home: Path, repo: Path) -> None:
     lines = [
         {
             **base, "type": "user", "uuid": "u1", "parentUuid": None, "timestamp": "2024-03-04T09:00:00.000Z",
-            "message": {"role": "user", "content": f"Remember that {SESSION_FACT}."},
+            "message": {"role": "user", "content": f"{SESSION_TASK} Remember that {SESSION_FACT}."},
         },
         {
             **base, "type": "assistant", "uuid": "a1", "parentUuid": "u1", "timestamp": "2024-03-04T09:00:05.000Z",
@@ -83,7 +84,7 @@ def test_a_day_in_the_life(cli: Any, git_repo: Any, tmp_path: Path, monkeypatch:
     assert "[scope: global]" in _block(card, PREFERENCE)
     assert "[scope: project]" in _block(card, NODE_FACT)
     assert "[scope: project]" in _block(card, "listens on port 5433.")
-    assert "[scope: project]" in _block(card, "Session in webshop")
+    assert "[scope: project]" in _block(card, SESSION_TASK)
     assert card.count("[memory #") == 4
 
     # A prompt about the staging database gets that memory; one about nothing stored gets nothing.

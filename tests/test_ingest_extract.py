@@ -252,7 +252,7 @@ def test_the_episode_is_the_tools_own_summary_when_there_is_one() -> None:
     items, _ = run(log.session(summary="Added hello() and committed it", project="/project"))
     [episode] = items
     assert episode.key == "episode" and episode.type == "episodic" and episode.message_id is None
-    assert episode.content == "Session in project (2026-03-02): Added hello() and committed it."
+    assert episode.content == "Added hello() and committed it."
     assert episode.tags == ["session", "claude-code"]
     assert episode.at == log.messages[-1].at
 
@@ -267,11 +267,12 @@ def test_the_episode_tells_the_task_and_its_outcome() -> None:
         "Pinned the S3 mock clock in conftest.py; the upload tests pass now.\n\nLet me know if you need more."
     )
     [episode] = run(log.session())[0]
+    # A plain statement of what happened: the project is the namespace and the date the memory's time.
     assert episode.content == (
-        "Session in webshop (2026-03-02): asked to fix the flaky upload test; outcome: Pinned the S3 mock "
-        'clock in conftest.py; the upload tests pass now; tests pass; committed "Pin the S3 mock clock".'
+        "Can you fix the flaky upload test? Pinned the S3 mock clock in conftest.py; the upload tests pass now. "
+        "Tests: 3 passed; committed “Pin the S3 mock clock”."
     )
-    assert 0.3 <= episode.importance <= 0.4
+    assert 0.4 <= episode.importance <= 0.5
 
 
 def test_the_episode_date_range_spans_the_session() -> None:
@@ -282,7 +283,9 @@ def test_the_episode_date_range_spans_the_session() -> None:
     session = log.session()
     session.messages += later.messages
     [episode] = run(session)[0]
-    assert episode.content.startswith("Session in webshop (2026-03-02 to 2026-03-04): asked to migrate the settings")
+    assert episode.content == (
+        "Migrate the settings page to the new form library. The settings page now uses the new form library."
+    )
     assert episode.at == later.messages[-1].at
 
 
@@ -293,9 +296,8 @@ def test_a_chinese_session_gets_a_chinese_episode() -> None:
     log.assistant("已修复导出编码问题，现在统一输出 UTF-8。测试全部通过。")
     items, _ = run(log.session(source="codex", project="/srv/orders"))
     keyed = by_key(items)
-    assert keyed["episode"].content == (
-        "orders 会话（2026-03-05）：任务：帮我修复订单导出的编码问题；"
-        "结果：已修复导出编码问题，现在统一输出 UTF-8。测试全部通过。"
+    assert (
+        keyed["episode"].content == "帮我修复订单导出的编码问题。已修复导出编码问题，现在统一输出 UTF-8。测试全部通过。"
     )
     # An explicit remember request makes the session itself worth more.
     assert keyed["episode"].importance == 0.5
@@ -313,7 +315,7 @@ def test_the_task_is_the_first_real_request() -> None:
     )
     log.assistant("Updated go.mod to declare go 1.24.")
     [episode] = run(log.session())[0]
-    assert "asked to update go.mod to 1.24; outcome: Updated go.mod to declare go 1.24." in episode.content
+    assert episode.content == "Update go.mod to 1.24. Updated go.mod to declare go 1.24."
 
 
 def test_a_slash_commands_arguments_are_the_request() -> None:
@@ -321,7 +323,7 @@ def test_a_slash_commands_arguments_are_the_request() -> None:
     log.user("/ask is there a portable way to know the user's preferred language?")
     log.assistant("Based on the code provided, there isn't a built-in method for that.")
     [episode] = run(log.session(source="aider", project="/Users/dev/aider"))[0]
-    assert episode.content.startswith("Session in aider (2026-03-02): asked: is there a portable way to know")
+    assert episode.content.startswith("is there a portable way to know the user's preferred language? Based on")
 
 
 def test_announcements_and_fillers_are_not_the_outcome() -> None:
@@ -335,7 +337,7 @@ def test_announcements_and_fillers_are_not_the_outcome() -> None:
     )
     log.assistant("Sure! Let me know if anything else is needed.")
     [episode] = run(log.session(source="roo-code"))[0]
-    assert episode.content.endswith("outcome: All four replies reference commit e2b4d91.")
+    assert episode.content == "Write the review replies for PR 8438. All four replies reference commit e2b4d91."
 
 
 def test_a_session_with_nothing_asked_and_nothing_done_yields_nothing() -> None:
@@ -356,8 +358,10 @@ def test_what_tools_recorded_is_an_episode_even_without_a_request() -> None:
     log.add("tool", "tests/basic/test_main.py ....................FF.....  [100%]\n== 2 failed, 25 passed ==")
     log.add("tool", "Applied edit to tests/basic/test_main.py\nCommit e206570 fix: Properly mock RepoMap")
     [episode] = run(log.session(source="aider", project="/Users/dev/aider"))[0]
+    # Nothing was asked: the failure the work began with says what it was about.
     assert episode.content == (
-        'Session in aider (2026-03-02): tests still fail; committed "fix: Properly mock RepoMap".'
+        "`pytest tests/basic/test_main.py` (== 2 failed, 25 passed ==). "
+        "Tests still fail (2 failed, 25 passed); committed “fix: Properly mock RepoMap”."
     )
 
 
@@ -416,7 +420,10 @@ def test_the_fix_may_come_in_a_later_read_of_the_session() -> None:
     items, digest = run(second, digest)
     assert [i.key for i in items] == [f"fix:{failure.id}", "episode"]
     assert "(edited tests/conftest.py)" in items[0].content
-    assert items[1].content.startswith("Session in webshop (2026-03-02): asked to fix the flaky upload test")
+    assert items[1].content == (
+        "Fix the flaky upload test. The test fails because the S3 mock uses the wall clock. "
+        "Pin the S3 mock clock in conftest.py. Tests: 3 passed."
+    )
     assert "open" not in digest
 
 
@@ -549,7 +556,9 @@ def test_aider_test_command_failing_then_passing_is_a_fix() -> None:
         "(edited tests/basic/test_main.py); verified by re-running pytest."
     )
     assert by_key(items)["episode"].content == (
-        'Session in aider (2026-03-02): tests pass; committed "fix: Update import path for RepoMap".'
+        "`pytest tests/basic/test_main.py` (AttributeError: module 'aider' has no attribute 'base_coder'). "
+        "The test is failing because aider.base_coder does not exist. Fix the patch target to "
+        "aider.coders.base_coder.RepoMap. Tests: 27 passed; committed “fix: Update import path for RepoMap”."
     )
 
 

@@ -57,7 +57,8 @@ def test_an_old_history_ingested_today_is_fresh_and_the_persons_part_is_global(
     listed = json.loads(cli("list", "-A", "--json").stdout)
     said = {m["content"]: m for m in listed if m["type"] == "semantic"}
     preference, fact, chinese = said[PREFERENCE], said[PROJECT_FACT], said[ZH_PREFERENCE]
-    assert {m["namespace"] for m in listed if m["type"] == "episodic"} == {"shop"}
+    # Only statements, each a memory of its own, and acknowledgements: no episode restates them.
+    assert [m for m in listed if m["type"] == "episodic"] == []
     # The person's statements follow them into every project; the project's stays in it.
     assert (preference["namespace"], chinese["namespace"], fact["namespace"]) == ("global", "global", "shop")
     # Said two years ago, learned just now.

@@ -26,12 +26,18 @@ Decisions, and why:
 - **Prompts typed while the agent works** are written only as a ``queued_command``
   attachment (the ``queue-operation`` lines repeat the same words as bookkeeping): they
   are kept as user messages when their ``commandMode`` is ``prompt``.
-- **Summaries must point into this session.** Claude Code writes ``summary`` records into
+- **Summaries go to the session they point into.** Claude Code writes ``summary`` records into
   whichever file is current, with ``leafUuid`` naming the summarised session's last
-  message; a summary is this session's only when that leaf is one of its own lines.
+  message. A leaf among this file's own lines makes it this session's summary; any other
+  leaf is looked for in the other transcripts of the same project folder (their tails
+  first, where a last message is), and the summary comes back as a session of that file
+  with no messages: the loader adds it to that session's digest and rewrites its episode
+  (or the episode takes it up when that file is read later in the run).
   ``custom-title`` (a rename) beats ``ai-title`` for the title.
 - **Compaction summaries are not prompts** (``isCompactSummary``): they retell what the
-  file already holds before the boundary.
+  file already holds before the boundary. Their "Primary Request and Intent" is the tool's
+  statement of the task, kept as the title when the session has none (a session continued
+  in a new file starts with it, before any prompt).
 - **Slash commands** keep the person's words (``/review the auth module``); a bare
   command or a housekeeping one (``/clear``, ``/model``…) is noise, and so is its
   expansion (``isMeta``). ``<bash-input>`` (the ``!`` shell mode) becomes a ``shell``
@@ -50,6 +56,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from engram_cli import jsonl
 from engram_cli.ingest import files
 from engram_cli.ingest.base import (
     ASSISTANT,
@@ -115,6 +122,11 @@ _INJECTED = (
     "user-prompt-submit-hook",
 )
 
+# A compaction summary's statement of the task.
+_INTENT = re.compile(r"Primary Request and Intent:\s*(.+)")
+# Where a summary's leaf is looked for in the other transcripts: their last bytes, then whole files up to a size.
+_SUMMARY_TAIL = 64 * 1024
+_MAX_SUMMARY_SEARCH = 64 * 1024 * 1024
 _COMMAND_NAME = re.compile(r"<command-name>\s*/?(.*?)\s*</command-name>", re.S)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 _BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.S)
@@ -205,6 +217,7 @@ class _Reader:
         self.changed = False  # title or summary learnt in this read
         self.rewound = False  # a prompt in this read branches off a line an earlier read returned
         self.previous_msg = state.get("last_msg")  # the assistant response the earlier read ended in
+        self.foreign: dict[str, str] = {}  # leafUuid -> summary, for leaves not in this file
 
     def run(self) -> Batch:
         records = self._records()
@@ -226,6 +239,8 @@ class _Reader:
         self.batch.cursor.state = self.state
         if self.messages or self.restart or self.changed:
             self.batch.sessions.append(self._session(key))
+        if self.foreign:
+            self.batch.sessions += _summarised(self.path, self.foreign)
         return self.batch
 
     # -- lines ---------------------------------------------------------------------------------
@@ -310,10 +325,13 @@ class _Reader:
                 self._assistant(record, message, at, where)
         elif kind == "summary":
             leaf, summary = obj.get("leafUuid"), obj.get("summary")
-            ours = isinstance(leaf, str) and (leaf in uuids or leaf == self.state.get("last_uuid"))
-            if ours and isinstance(summary, str) and summary.strip():
+            if not isinstance(leaf, str) or not leaf or not isinstance(summary, str) or not summary.strip():
+                return
+            if leaf in uuids or leaf == self.state.get("last_uuid"):
                 self.state["summary"] = summary.strip()
                 self.changed = True
+            elif UUID.fullmatch(leaf):
+                self.foreign[leaf] = summary.strip()
         elif kind in ("custom-title", "ai-title"):
             self._title(obj, own, custom=kind == "custom-title")
         elif kind == "attachment":
@@ -345,7 +363,10 @@ class _Reader:
 
     def _user(self, record: _Record, message: dict[str, Any], at: str | None, where: str) -> None:
         obj = record.obj
-        if obj.get("isMeta") is True or obj.get("isCompactSummary") is True:
+        if obj.get("isCompactSummary") is True:
+            self._compacted(message)
+            return
+        if obj.get("isMeta") is True:
             return
         blocks = _blocks(message.get("content"))
         if blocks is None:
@@ -362,6 +383,15 @@ class _Reader:
                 self.messages.append(Message(role=role, text=text, id=ident, at=at, command=command))
         for index, block in enumerate(results):
             self._result(block, f"{ident}#{index}" if index else ident, at)
+
+    def _compacted(self, message: dict[str, Any]) -> None:
+        """A compaction summary: its statement of the task is the title when the session has none."""
+        blocks = _blocks(message.get("content")) or []
+        text = "\n".join(b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str))
+        intent = _INTENT.search(text)
+        if intent and not self.state.get("title"):
+            self.state["title"] = intent.group(1).strip()
+            self.changed = True
 
     def _queued(self, record: _Record, at: str | None) -> None:
         """A prompt typed while the agent was busy: it is recorded only as a queued-command attachment."""
@@ -467,6 +497,45 @@ class _Reader:
             model=state.get("model"),
             restart=self.restart,
         )
+
+
+def _summarised(path: Path, summaries: dict[str, str]) -> list[Session]:
+    """Sessions of the other transcripts in ``path``'s folder that hold a summarised leaf, with that summary.
+
+    A leaf is the summarised session's last message, so each file's tail is searched first; only
+    leaves not found there cost a look through whole files (up to a bound).
+    """
+    left = dict(summaries)
+    found: list[Session] = []
+    siblings = sorted(p for p in path.parent.glob("*.jsonl") if p != path and _is_transcript(p) and files.candidate(p))
+    for whole in (False, True):
+        for sibling in siblings:
+            if not left:
+                return found
+            try:
+                size = sibling.stat().st_size
+                if whole and size > _MAX_SUMMARY_SEARCH:
+                    continue
+                with files.open_binary(sibling) as fh:
+                    fh.seek(0 if whole else max(0, size - _SUMMARY_TAIL))
+                    data = fh.read(_MAX_SUMMARY_SEARCH)
+            except OSError:
+                continue
+            for leaf in [leaf for leaf in left if leaf.encode() in data]:
+                summary = left.pop(leaf)
+                key = sibling.stem if UUID.fullmatch(sibling.stem) else None
+                if key is not None:
+                    found.append(Session(NAME, key, str(sibling), project=_cwd_near(data, leaf), summary=summary))
+    return found
+
+
+def _cwd_near(data: bytes, leaf: str) -> str | None:
+    """The working directory recorded on the line that holds ``leaf``."""
+    at = data.find(leaf.encode())
+    start, end = data.rfind(b"\n", 0, at) + 1, data.find(b"\n", at)
+    obj = jsonl.parse(data[start : end if end >= 0 else len(data)].decode("utf-8", errors="replace"))
+    cwd = obj.get("cwd") if isinstance(obj, dict) else None
+    return cwd if isinstance(cwd, str) and cwd else None
 
 
 def _abandoned(records: list[_Record]) -> set[str]:

@@ -26,6 +26,12 @@ output of a shell call). Dropped as noise: developer and system messages, reason
 preamble, ``<turn_aborted>`` and ``<subagent_notification>`` blocks, token counts and the
 other UI events. ``history.jsonl`` (typed prompts only) is not read: the rollouts hold the
 same prompts with their answers.
+
+Thread names: ``session_index.jsonl`` beside ``sessions/`` holds ``{id, thread_name, updated_at}``
+lines, appended when a thread is named or renamed (the last line for an id wins). The name is
+the tool's own short account of the thread ("db-02 NotReady: k3s certificate expired"), so it
+is the session's summary. It is looked up when the rollout is read: a rename alone, with the
+rollout unchanged, waits for the thread's next turn.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from engram_cli.ingest.base import (
     Cursor,
     Message,
     Session,
+    clip,
     complete_lines,
     drop_tagged,
     excerpt,
@@ -63,6 +70,9 @@ from engram_cli.ingest.common import (
 )
 
 NAME = "codex"
+# The thread names' index beside sessions/, and the most of it that is read.
+_INDEX = "session_index.jsonl"
+_MAX_INDEX_BYTES = 32 * 1024 * 1024
 
 # Function names whose arguments are a shell command.
 _SHELL_CALLS = frozenset({"shell", "container.exec", "exec_command", "shell_command", "local_shell"})
@@ -117,8 +127,49 @@ class CodexImporter:
             return []
         return sorted(_rollouts(path))
 
+    def __init__(self) -> None:
+        # session_index.jsonl per Codex home: (mtime_ns, size) it was read at, and thread id -> name.
+        self._names: dict[Path, tuple[tuple[int, int], dict[str, str]]] = {}
+
     def read(self, path: Path, cursor: Cursor | None) -> Batch:
-        """New messages of one rollout since ``cursor``."""
+        """New messages of one rollout since ``cursor``, with the thread's name as its summary."""
+        batch = self._read(path, cursor)
+        for session in batch.sessions:
+            session.summary = session.summary or self.thread_name(path, session.key)
+        return batch
+
+    def thread_name(self, rollout: Path, key: str) -> str | None:
+        """The name ``session_index.jsonl`` (in the Codex home above ``rollout``) gives the thread, if any."""
+        for parent in list(rollout.parents)[:6]:
+            if parent.name in ("sessions", "archived_sessions"):
+                return self._index(parent.parent / _INDEX).get(key)
+        return None
+
+    def _index(self, index: Path) -> dict[str, str]:
+        try:
+            stat = index.stat()
+        except OSError:
+            return {}
+        seen = (stat.st_mtime_ns, stat.st_size)
+        cached = self._names.get(index)
+        if cached is not None and cached[0] == seen:
+            return cached[1]
+        names: dict[str, str] = {}
+        try:
+            raw = files.read_bytes(index) if stat.st_size <= _MAX_INDEX_BYTES else b""
+        except OSError:
+            raw = b""
+        for line in raw.decode("utf-8", errors="replace").splitlines():
+            record = loose_json(line)
+            if not isinstance(record, dict):
+                continue
+            ident, name = record.get("id"), record.get("thread_name")
+            if isinstance(ident, str) and isinstance(name, str) and name.strip():
+                names[ident] = clip(name.strip(), 300)  # appended on every rename: the last line wins
+        self._names[index] = (seen, names)
+        return names
+
+    def _read(self, path: Path, cursor: Cursor | None) -> Batch:
         stat = path.stat()
         if cursor is not None and cursor.unchanged(stat):
             return Batch([], cursor)

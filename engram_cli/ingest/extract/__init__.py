@@ -88,7 +88,7 @@ def extract(session: Session, digest: dict[str, Any]) -> tuple[list[Item], dict[
     for message in session.messages:
         reader.feed(message)
     items = reader.items
-    episode = _episode(session, state)
+    episode = _episode(session, state, final=True)
     if episode:
         items.append(episode)
     return items, state.dump()

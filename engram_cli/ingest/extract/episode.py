@@ -11,9 +11,7 @@ from engram_cli.ingest.extract.state import _State
 from engram_cli.ingest.extract.wording import (
     _ACK,
     _CJK_CHAR,
-    _IMPERATIVES,
     _KANA_HANGUL,
-    _POLITE,
     _clip,
     _is_chinese,
     _join,
@@ -48,12 +46,16 @@ def _is_request(text: str) -> bool:
 def _task(text: str) -> str:
     """The request as an episode quotes it: its first sentence, and the next when the first is terse.
 
-    Sentences that state a preference are left out: they become memories of their own.
+    Sentences that state a preference are left out (unless there is nothing else): they become memories
+    of their own.
     """
     kept: list[str] = []
-    for sentence in _sentences(_prose(text) or text):
-        sentence = _strip_filler(re.sub(r"^#+\s*", "", sentence))
-        if not sentence or (kept and _cue(sentence.replace("’", "'"))):
+    sentences = [_strip_filler(re.sub(r"^#+\s*", "", s)) for s in _sentences(_prose(text) or text)]
+    sentences = [s for s in sentences if s]
+    # A request that opens with a preference ("first, my habit: …; now the task: …") is the task after it.
+    asks = [s for s in sentences if not _cue(s.replace("’", "'"))]
+    for sentence in sentences:
+        if sentence not in asks and (kept or asks):
             continue
         kept.append(sentence)
         if _weight(_join(kept)) >= 25:
@@ -77,21 +79,23 @@ def _dates(state: _State, lang: str) -> str | None:
     return first
 
 
-def _episode(session: Session, state: _State) -> Item | None:
+def _episode(session: Session, state: _State, *, final: bool = False) -> Item | None:
+    """The episode of the task under way; ``final`` at the end of what was read, where a later task that did
+    nothing (a closing chat) adds no episode to those its session has already."""
     if state.agent:
+        if final and state.episodes and not state.worked:
+            return None
         content = _agent_episode(state)
-        importance = EPISODE_IMPORTANCE
-        if state.fixes or state.commits:
-            importance = BUSY_EPISODE_IMPORTANCE
+        importance = _importance(state)
     else:
         content = _shell_episode(state)
         importance = SHELL_EPISODE_IMPORTANCE
     if not content:
         return None
     if state.remember:
-        importance = REMEMBER_EPISODE_IMPORTANCE
+        importance = max(importance, REMEMBER_EPISODE_IMPORTANCE)
     return Item(
-        key="episode",
+        key=state.ekey or "episode",
         type="episodic",
         content=content,
         importance=importance,
@@ -101,53 +105,83 @@ def _episode(session: Session, state: _State) -> Item | None:
     )
 
 
+def _importance(state: _State) -> float:
+    """How strongly the session says something came of its task: confirmed, verified, committed, or nothing."""
+    score = EPISODE_IMPORTANCE - 0.05  # a conversation that changed nothing
+    if state.worked:
+        score += 0.05
+    if state.tests == "pass" or state.fixes:
+        score += 0.05
+    if state.confirmed:
+        score += 0.1
+    if state.commits:
+        score += 0.05
+    if state.unfinished or (state.tests == "fail" and not state.confirmed):
+        score -= 0.05
+    return round(min(max(score, 0.25), 0.55), 3)
+
+
 def _trim(text: str) -> str:
     return text.strip().rstrip(".。;；,，:：").strip()
 
 
 def _agent_episode(state: _State) -> str | None:
-    about = state.summary or state.task or state.title
+    """What happened, in plain sentences: the task, what was found and done, and how it ended.
+
+    No frame ("Session in … (date): asked: …"): the project is the memory's namespace and the date its
+    time, and a frame shared by every episode would make unrelated sessions look alike to compaction.
+    """
+    about = (state.summary if not state.episodes else None) or state.task or state.title or state.trouble
     if not about and not (state.commits or state.fixes or state.tests):
         return None  # nothing asked, nothing done that a tool recorded: no memory
-    lang = state.lang or ("zh" if _is_chinese(about or "") else "en")
-    dates = _dates(state, lang)
-    if lang == "zh":
-        frame = f"{state.project + ' ' if state.project else ''}会话" + (f"（{dates}）" if dates else "") + "："
-        if state.summary:
-            return _clip(frame + _trim(state.summary) + "。", 600)
-        facts = [_trim(state.outcome)] if state.outcome else []
-        facts += {"pass": ["测试通过"], "fail": ["测试仍失败"]}.get(state.tests or "", [])
-        if state.commit:
-            facts.append(f'已提交 "{state.commit}"' + (f"（共 {state.commits} 次提交）" if state.commits > 1 else ""))
-        if not about:
-            return _clip(frame + "，".join(facts) + "。", 600)
-        body = f"任务：{_trim(about)}" + (f"；结果：{'，'.join(facts)}" if facts else "")
-        return _clip(frame + body + "。", 600)
-    frame = "Session" + (f" in {state.project}" if state.project else "") + (f" ({dates})" if dates else "") + ": "
-    if state.summary:
-        return _clip(frame + _trim(state.summary) + ".", 600)
-    facts = [_trim(state.outcome)] if state.outcome else []
-    facts += {"pass": ["tests pass"], "fail": ["tests still fail"]}.get(state.tests or "", [])
+    told = " ".join(t for t in (state.diagnosis, state.outcome, state.reply) if t) if state.task is None else ""
+    lang = state.lang or ("zh" if _is_chinese(told or about or state.outcome or "") else "en")
+    zh = lang == "zh"
+    parts = [_trim(about)] if about else []
+    # What the work found and how it ended; when nothing was done, the answer given (which the tool's
+    # own summary, when there is one, already covers).
+    said = [state.diagnosis, state.outcome] if state.worked else [None if about == state.summary else state.reply]
+    for sentence in filter(None, said):
+        if not any(_trim(sentence) in p for p in parts):
+            parts.append(_trim(sentence))
+    status = _status(state, zh)
+    if state.task and not state.worked and not state.summary and _cue(state.task.replace("’", "'")):
+        return None  # the person stated something (a memory of its own already) and nothing was done
+    return _clip(_sentences_joined(parts, status, zh), 600)
+
+
+def _status(state: _State, zh: bool) -> list[str]:
+    """How the task ended, from what was seen (tests, commits) and what the person said."""
+    out: list[str] = []
+    counts = f"（{state.test_line}）" if zh and state.test_line else f" ({state.test_line})" if state.test_line else ""
+    if state.tests == "pass":
+        out.append(("测试通过" + counts) if zh else (f"tests: {state.test_line}" if state.test_line else "tests pass"))
+    elif state.tests == "fail" and not state.confirmed:
+        out.append(("测试仍失败" + counts) if zh else ("tests still fail" + counts))
     if state.commit:
-        more = f" and {state.commits - 1} more" if state.commits > 1 else ""
-        facts.append(f'committed "{state.commit}"{more}')
-    if not about:
-        return _clip(frame + "; ".join(facts) + ".", 600)
-    return _clip(frame + _asked(state) + (f"; outcome: {'; '.join(facts)}" if facts else "") + ".", 600)
+        if zh:
+            out.append(f"已提交 “{state.commit}”" + (f"（共 {state.commits} 次提交）" if state.commits > 1 else ""))
+        else:
+            more = f" and {state.commits - 1} more" if state.commits > 1 else ""
+            out.append(f"committed “{state.commit}”{more}")
+    if state.confirmed:
+        out.append(f"用户确认：“{_trim(state.confirmed)}”" if zh else f"confirmed: “{_trim(state.confirmed)}”")
+    elif state.unfinished:
+        out.append("未完成，留待以后" if zh else "left unfinished for later")
+    return out
 
 
-def _asked(state: _State) -> str:
-    if not state.task:
-        return _trim(state.title or "")
-    task = _trim(state.task)
-    polite = _POLITE.match(task)
-    rest = task[polite.end() :] if polite else task
-    first = rest.split(" ", 1)[0]
-    if rest and (polite or first.lower() in _IMPERATIVES) and not re.search(r"[A-Z]{2}|\d|[./]", first):
-        # "Can you fix the test?" asked to fix the test: the question mark went with the "can you".
-        rest = re.sub(r"^([^?？]*)[?？]", r"\1", rest, count=1) if polite else rest
-        return "asked to " + rest[:1].lower() + rest[1:]
-    return "asked: " + task
+def _sentences_joined(parts: list[str], status: list[str], zh: bool) -> str:
+    """The sentences one after another, then how it ended as one list ("Tests pass; committed …")."""
+    if status:
+        listed = "，".join(status) if zh else "; ".join(status)
+        parts = [*parts, listed if zh else listed[:1].upper() + listed[1:]]
+    text = ""
+    for part in parts:
+        if text and not re.search(r"[.!?。！？…]$", text):
+            text += "。" if _CJK_CHAR.match(text[-1]) or _CJK_CHAR.match(part) else "."
+        text += ("" if not text or zh or _CJK_CHAR.match(part) else " ") + part
+    return text if re.search(r"[.!?。！？]$", text) else text + ("。" if zh else ".")
 
 
 def _shell_episode(state: _State) -> str | None:

@@ -8,16 +8,16 @@ import re
 from engram_cli.ingest.base import ASSISTANT, SHELL, TOOL, USER, Message, Session
 from engram_cli.ingest.extract.commands import signature
 from engram_cli.ingest.extract.cues import REMEMBER, _semantic
-from engram_cli.ingest.extract.episode import _is_request, _task
+from engram_cli.ingest.extract.episode import _episode, _is_request, _task
 from engram_cli.ingest.extract.fixes import (
     changed_lines,
-    confirmation,
     diagnosis,
     fix_text,
     pasted_error,
     reported_problem,
     stated_fix,
 )
+from engram_cli.ingest.extract.fixes import confirmation as fix_confirmation
 from engram_cli.ingest.extract.item import Item, _message_id
 from engram_cli.ingest.extract.outcome import (
     _COMMIT_LINE,
@@ -29,6 +29,17 @@ from engram_cli.ingest.extract.outcome import (
     outcome,
 )
 from engram_cli.ingest.extract.state import MAX_FIXES, MAX_OPEN, MAX_PENDING, MAX_SEMANTIC, _Call, _Failure, _State
+from engram_cli.ingest.extract.task import (
+    acknowledgement,
+    after_thanks,
+    approval,
+    aside,
+    confirmation,
+    new_task,
+    next_task,
+    test_counts,
+    unfinished,
+)
 from engram_cli.ingest.extract.wording import (
     _BASH_INPUT,
     _BASH_OUTPUT,
@@ -36,6 +47,7 @@ from engram_cli.ingest.extract.wording import (
     _SLASH,
     _clip,
     _is_chinese,
+    _join,
     _unwrap,
     _user_text,
 )
@@ -98,11 +110,7 @@ class _Reader:
                 return
         self.state.last_fail = None
         self.problem(message, text)
-        if self.state.task is None and _is_request(text):
-            task = _task(text)
-            if re.search(r"\w", task):
-                self.state.task = task
-                self.state.lang = "zh" if _is_chinese(task) else "en"
+        self.task(message, text)
         if self.state.semantic >= MAX_SEMANTIC:
             return
         item = _semantic(message, text, self.source)
@@ -118,10 +126,14 @@ class _Reader:
     def assistant(self, message: Message) -> None:
         text = message.text or ""
         said = outcome(text)
-        if said:
-            self.state.outcome = said
+        if said and not acknowledgement(said):
+            self.said(said)
+        how, why = explanation(text)
+        if not said and (why or how):
+            # "It fails because …; I'll pin the clock": announced, so no report, but it says what the change is.
+            said_parts = [p[:1].upper() + p[1:] for p in (why, how) if p]
+            self.state.last_said = _clip(_join(said_parts), 300)
         if self.state.open:
-            how, why = explanation(text)
             how = how or stated_fix(text)
             diag = diagnosis(text)
             for failure in self.state.open:
@@ -132,6 +144,73 @@ class _Reader:
             self.changed(changed_lines(text))
         self.state.last_fail = None
 
+    # tasks
+
+    def task(self, message: Message, text: str) -> None:
+        """What the person says about the task under way (it works, it waits), and whether a new one begins."""
+        state = self.state
+        request = _is_request(text)
+        if state.task is not None or state.worked:
+            words = confirmation(text) if state.worked or state.reply else None
+            if words:
+                state.confirmed, state.closed, state.unfinished = words, True, False
+            elif approval(text):
+                state.closed = True
+            if not words and unfinished(text):
+                state.unfinished = True
+        state.turn_work = False
+        state.before_work = None
+        # What is said to a preference, a what-if or thanks is not what came of the task.
+        state.aside = state.task is not None and aside(text)
+        if not request:
+            return
+        following = next_task(text)
+        asked = following or after_thanks(text)
+        if state.task is None and not state.worked:
+            self.ask(asked)
+        elif following or (state.closed and state.worked and new_task(text)):
+            self.finish(message)
+            self.ask(asked)
+        elif state.task is None and not state.closed:
+            self.ask(asked)  # the work began before anyone asked (a failing test run): this is the request
+
+    def ask(self, text: str) -> None:
+        task = _task(text) if _is_request(text) else None
+        if task and re.search(r"\w", task):
+            self.state.task = task
+            self.state.lang = "zh" if _is_chinese(task) else "en"
+
+    def finish(self, message: Message) -> None:
+        """The task under way ended: its episode, when it did anything, and a fresh start for the next one."""
+        state = self.state
+        if state.worked:
+            episode = _episode(self.session, state)
+            if episode is not None:
+                self.items.append(episode)
+                state.episodes += 1
+        state.next_task(f"episode:{_message_id(message)}")
+
+    def said(self, said: str) -> None:
+        """An assistant's report: of its work when work came before it in this turn, else an answer."""
+        state = self.state
+        state.last_said = said
+        if state.turn_work:
+            state.outcome = said
+        else:
+            state.before_work = said
+            if not state.aside or state.reply is None:
+                state.reply = said
+
+    def work(self, *, change: bool = False) -> None:
+        """Something was changed, run or committed for the task."""
+        state = self.state
+        if not state.turn_work and state.before_work:
+            state.outcome = state.before_work  # said before the work and nothing after: it says what was done
+        if change and state.diagnosis is None and state.last_said:
+            state.diagnosis = state.last_said  # what the assistant said just before its first change
+        state.worked = state.turn_work = True
+        state.before_work = None
+
     # tools and commands
 
     def tool(self, message: Message) -> None:
@@ -139,9 +218,9 @@ class _Reader:
         files = [] if message.is_error else edited_files(message, self.session.project)
         if message.command:
             command = message.command[:2000]
-            # A result that repeats its call's command; the person's own call (aider's /run) names no tool.
+            # A result that repeats its call's command; the person's own call (aider's /test) names no tool.
             echoed = next((c for c in self.state.pending if c.cmd == command and c.tool in (message.tool, None)), None)
-            if echoed:
+            if echoed:  # a result that repeats its call's command
                 self.result(message, text, message.is_error, echoed)
             elif message.is_error:  # call and result in one message
                 self.run(message, command, text if text.strip() != command.strip() else "", True)
@@ -163,6 +242,8 @@ class _Reader:
             for msg in _COMMIT_LINE.findall(text):
                 self.state.commit = _clip(msg.replace("`", "'"), 100)
                 self.state.commits += 1
+                self.state.closed = True
+                self.work()
                 self.confirm(message, "commit", self.state.commit)
 
     def match(self, message: Message) -> _Call | None:
@@ -217,10 +298,20 @@ class _Reader:
         if sig is None:
             return
         if sig.test:
-            state.tests = "fail" if did_fail else "pass"
+            counts = test_counts(output)
+            # The runner's own counts outweigh an "Error:" that some line of its output printed.
+            bad = did_fail if counts is None else bool(re.search(r"\b[1-9]\d* (?:failed|error)", counts))
+            state.tests = "fail" if bad else "pass"
+            state.test_line = counts
+            state.tests_failed = state.tests_failed or bad
+        if not sig.readonly and message.role != SHELL:
+            self.work()
         if did_fail:
             if sig.readonly:
                 return
+            if state.trouble is None:
+                err = error_line(output)
+                state.trouble = _clip(f"`{_command_line(command)}`" + (f" ({err})" if err else ""), 240)
             if not any(f.key == sig.key for f in state.open):
                 failure = _Failure(
                     _message_id(message), message.at, _command_line(command), sig.key, error_line(output)
@@ -294,7 +385,7 @@ class _Reader:
 
     def problem(self, message: Message, text: str) -> None:
         """The person's message confirms a fix, or reports a problem to fix."""
-        said = confirmation(text)
+        said = fix_confirmation(text)
         if said and any(f.changed or f.how for f in self.state.open):
             self.confirm(message, "words", said[0], said[1])
             return
@@ -309,6 +400,7 @@ class _Reader:
 
     def edited(self, files: list[str]) -> None:
         self.state.last_fail = None
+        self.work(change=True)
         for failure in self.state.open:
             for path in files:
                 if path not in failure.files and len(failure.files) < 5:

@@ -144,6 +144,22 @@ class _State:
     cwd: str | None = None  # project the shell is in, from cd
     dirs: dict[str, int] = field(default_factory=dict)  # shell commands per project
     programs: dict[str, int] = field(default_factory=dict)  # shell commands per signature
+    # The task under way (a session may hold several; the earlier ones' episodes are out already).
+    ekey: str | None = None  # its episode's key: "episode" for the first task, "episode:<message id>" after
+    episodes: int = 0  # episodes of earlier tasks in this session
+    worked: bool = False  # something was changed, run or committed for it
+    turn_work: bool = False  # ... since the person last spoke
+    reply: str | None = None  # the assistant's last report in a turn without work (a chat answer)
+    before_work: str | None = None  # the assistant's report earlier in this turn, before its work began
+    last_said: str | None = None  # the assistant's latest report in this task
+    diagnosis: str | None = None  # what the assistant said just before its first change
+    trouble: str | None = None  # the first failing command of the task and its error line
+    test_line: str | None = None  # the counts of the last test run ("1 failed, 3 passed")
+    tests_failed: bool = False  # a test run failed during the task
+    confirmed: str | None = None  # the person's words that it works
+    closed: bool = False  # confirmed, thanked or committed: a new request after this is a new task
+    unfinished: bool = False  # the person left it for later
+    aside: bool = False  # the person's last message asked for nothing (a preference, a what-if, thanks)
 
     @classmethod
     def load(cls, digest: dict[str, Any]) -> _State:
@@ -175,6 +191,21 @@ class _State:
             cwd=_str(d.get("cwd"), 120),
             dirs=_counts(d.get("dirs")),
             programs=_counts(d.get("programs")),
+            ekey=_str(d.get("ekey"), 300),
+            episodes=_int(d.get("episodes")),
+            worked=d.get("worked") is True,
+            turn_work=d.get("turn_work") is True,
+            reply=_str(d.get("reply"), 300),
+            before_work=_str(d.get("before_work"), 300),
+            last_said=_str(d.get("last_said"), 300),
+            diagnosis=_str(d.get("diagnosis"), 300),
+            trouble=_str(d.get("trouble"), 300),
+            test_line=_str(d.get("test_line"), 120),
+            tests_failed=d.get("tests_failed") is True,
+            confirmed=_str(d.get("confirmed"), 200),
+            closed=d.get("closed") is True,
+            unfinished=d.get("unfinished") is True,
+            aside=d.get("aside") is True,
         )
 
     def dump(self) -> dict[str, Any]:
@@ -189,9 +220,26 @@ class _State:
             "pending": [c.dump() for c in self.pending], "open": [f.dump() for f in self.open],
             "last_fail": self.last_fail, "fixed": self.fixed, "said": self.said, "shell": self.shell, "cwd": self.cwd,
             "dirs": top(self.dirs, 6), "programs": top(self.programs, 10),
+            "ekey": self.ekey, "episodes": self.episodes, "worked": self.worked, "turn_work": self.turn_work,
+            "reply": self.reply, "before_work": self.before_work, "last_said": self.last_said,
+            "diagnosis": self.diagnosis, "trouble": self.trouble,
+            "test_line": self.test_line, "tests_failed": self.tests_failed, "confirmed": self.confirmed,
+            "closed": self.closed, "unfinished": self.unfinished, "aside": self.aside,
         }  # fmt: skip
         # Empty fields are left out: the digest is stored per session and read back every run.
         return {k: v for k, v in out.items() if v not in (None, [], {}, 0, False) or k == "v"}
+
+    def next_task(self, key: str) -> None:
+        """Forget what the task just finished left, and begin the next one, whose episode is ``key``."""
+        self.episodes += 1
+        self.ekey = key
+        self.task = self.outcome = self.tests = self.commit = None
+        self.commits = self.fixes = self.remember = 0
+        self.worked = self.turn_work = self.tests_failed = self.closed = self.unfinished = self.aside = False
+        self.reply = self.before_work = self.last_said = self.diagnosis = self.trouble = None
+        self.test_line = self.confirmed = None
+        self.fixed = []
+        self.first = self.last
 
     def seen_time(self, at: str | None) -> None:
         if not at or _moment(at) is None:
