@@ -74,11 +74,14 @@ def bench_ingest(session: nox.Session) -> None:
 def quality(session: nox.Session) -> None:
     """Recall quality on our benchmark sets: engram's recall against BM25 and dense retrieval alone, and the share
     of the no-answer queries (bench/*/noanswer-queries.jsonl) that get nothing above the relevance floor; then
-    harvest quality: what ingest keeps from the labelled sessions of bench/harvest."""
+    long-chat through `ingest chat` (memories, then evidence); then harvest quality: what ingest keeps from the
+    labelled sessions of bench/harvest."""
     session.install("-e", ".")
     for dataset in ("bench/dev-memory", "bench/long-chat"):
         session.log(dataset)
         session.run("engram", "eval", "--dataset", dataset, "--mode", "all", *session.posargs, env=ENV)
+    session.log("bench/long-chat through ingest")
+    session.run("python", "scripts/long_chat_via_ingest.py", env=ENV)
     session.log("bench/harvest")
     session.run("engram", "eval", "--harvest", "bench/harvest", *session.posargs, env=ENV)
 

@@ -50,7 +50,7 @@ def _session_log(home: Path) -> Path:
     test_file = "/home/dev/src/shop/tests/test_upload.py"
     turns = [
         ("user", "Please fix the flaky upload test in the shop service, it fails on CI."),
-        ("assistant", [*_said("The upload test races the thumbnail worker. " + DETAIL),
+        ("assistant", [*_said("The upload test races the thumbnail worker."),
                        _use("toolu_1", "Bash", command="pytest tests/test_upload.py")]),
         ("user", _result("toolu_1", "E   AssertionError: thumbnail missing for upload 42\n1 failed", error=True)),
         ("assistant", [_use("toolu_2", "Edit", file_path=test_file, old_string="assert thumb.exists()",
@@ -60,11 +60,14 @@ def _session_log(home: Path) -> Path:
         ("user", CHINESE),
         ("user", "ok"),
         ("assistant", _said("Pushed the branch; the upload test passes now that it waits for the queue to drain.")),
+        # A side question after the work: its answer is neither the diagnosis nor the outcome, so no memory holds it.
+        ("user", "Unrelated question: which port does the staging proxy use?"),
+        ("assistant", _said(DETAIL)),
     ]  # fmt: skip
     lines, parent = [], None
     for i, (role, content) in enumerate(turns):
         uid = f"{role[0]}{i}"
-        lines.append(_line(role, uid, parent, content, f"2026-03-02T10:0{i}:00.000Z"))
+        lines.append(_line(role, uid, parent, content, f"2026-03-02T10:{i:02d}:00.000Z"))
         parent = uid
     path = home / ".claude" / "projects" / "-home-dev-src-shop" / f"{SESSION}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -100,7 +103,7 @@ def _episode(engram: Engram) -> str:
 def test_ingest_keeps_each_substantive_turn_once_redacted_and_linked(ingested: Engram, tmp_path: Path) -> None:
     kept = _turns(ingested)
     kinds = [k for k, _ in kept]
-    assert kinds.count("request") == 3 and {"answer", "error", "change"} <= set(kinds)
+    assert kinds.count("request") == 4 and {"answer", "error", "change"} <= set(kinds)
     assert not any(c == "ok" for _, c in kept)  # an acknowledgement is not evidence
     (error,) = [c for k, c in kept if k == "error"]
     assert error == "$ pytest tests/test_upload.py\nerror: AssertionError: thumbnail missing for upload 42"
@@ -124,8 +127,8 @@ def test_a_grown_session_adds_only_its_new_turns_with_their_neighbour_as_context
     log = next((tmp_path / "logs").rglob("*.jsonl"))
     before = _turns(ingested)
     with log.open("a", encoding="utf-8") as fh:
-        fh.write(_line("user", "u9", "a8", "Also bump the thumbnail worker timeout to ninety seconds on staging.",
-                       "2026-03-02T10:09:00.000Z"))  # fmt: skip
+        fh.write(_line("user", "u11", "a10", "Also bump the thumbnail worker timeout to ninety seconds on staging.",
+                       "2026-03-02T10:11:00.000Z"))  # fmt: skip
     report = ingested.ingest("claude-code", path=log)
     assert report.sources[0].evidence == 1
     assert _turns(ingested) == [*before, ("request", "Also bump the thumbnail worker timeout to ninety seconds "

@@ -10,6 +10,7 @@ like a memory, and linked to the memories made from it. Its weight in recall fad
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -83,13 +84,53 @@ def of_memory(store: Store, memory_pk: int) -> list[Turn]:
 
 def purge_for(store: Store, memory_pk: int, content: str) -> int:
     """Within a purge (`forget --hard`): the memory's turns no other memory was made from, and every turn
-    that says its text word for word. Returns how many turns went."""
+    that says its text word for word. Returns how many turns went.
+
+    A session's digest (what ingest keeps between reads of a log: the task, what the assistant said
+    before its first change …) may quote a purged turn: such a quote is blanked too, so the words
+    leave the file with the turn.
+    """
     linked = [t.pk for t in store.evidence.of_memory(memory_pk)]
     shared = store.evidence.linked_elsewhere(linked, memory_pk)
     doomed = {pk for pk in linked if pk not in shared}
     if content.strip():
         doomed.update(store.evidence.containing(content.strip()))
+    turns = list(store.evidence.load_many(sorted(doomed)).values())
+    _blank_quotes(store, [(t.source, t.session) for t in turns], [t.content for t in turns] + [content])
     return store.evidence.delete(sorted(doomed))
+
+
+# A digest string shorter than this is a flag or a count, not a quote worth blanking.
+_QUOTE_MIN = 12
+
+
+def _blank_quotes(store: Store, sessions: list[tuple[str, str]], texts: list[str]) -> None:
+    """Blank every string of those sessions' digests that is part of one of ``texts`` (or holds one)."""
+    said = [t.strip() for t in texts if len(t.strip()) >= _QUOTE_MIN]
+    if not said:
+        return
+
+    def quotes(value: str) -> bool:
+        v = value.strip().rstrip(".…")
+        return len(v) >= _QUOTE_MIN and any(v in t or t in value for t in said)
+
+    def blank(value: Any) -> Any:
+        if isinstance(value, str):
+            return "" if quotes(value) else value
+        if isinstance(value, list):
+            return [blank(v) for v in value]
+        if isinstance(value, dict):
+            return {k: blank(v) for k, v in value.items()}
+        return value
+
+    for source, key, text in store.ingest.digests_of(sessions):
+        try:
+            digest = json.loads(text)
+        except ValueError:
+            continue
+        cleaned = blank(digest)
+        if cleaned != digest:
+            store.ingest.replace_digest(source, key, json.dumps(cleaned, ensure_ascii=False, separators=(",", ":")))
 
 
 # -- recall -------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ digests pass through as the JSON text of their columns: the loader encodes and d
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -80,6 +81,23 @@ class IngestState:
             "SELECT digest FROM ingest_sessions WHERE source = ? AND session_key = ?", (source, session_key)
         )
         return None if value is None else str(value)
+
+    def digests_of(self, sessions: Sequence[tuple[str, str]]) -> list[tuple[str, str, str]]:
+        """(source, session_key, digest JSON text) of the sessions named that have a digest."""
+        out: list[tuple[str, str, str]] = []
+        for source, key in dict.fromkeys(sessions):
+            row = self.store.one(
+                "SELECT digest FROM ingest_sessions WHERE source = ? AND session_key = ?", (source, key)
+            )
+            if row is not None and row[0] is not None:
+                out.append((source, key, str(row[0])))
+        return out
+
+    def replace_digest(self, source: str, session_key: str, digest: str) -> None:
+        """Rewrite a session's digest in place (its path, namespace and time stay)."""
+        self.store.execute(
+            "UPDATE ingest_sessions SET digest = ? WHERE source = ? AND session_key = ?", (digest, source, session_key)
+        )
 
     def save_digest(self, source: str, session_key: str, *, path: str, namespace: str, digest: str) -> None:
         self.store.execute(
