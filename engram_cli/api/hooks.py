@@ -141,7 +141,10 @@ def prompt_context(
         limits = mem.settings.hooks
         context.budget = limits.prompt_budget
         with hard_stop(limits.prompt_time_limit_s):
-            context.hits = mem.recall(event.prompt, k=limits.prompt_k, min_relevance=limits.prompt_min_relevance)
+            # Memories only: a card never carries evidence (the raw turns of conversations).
+            context.hits = mem.recall(
+                event.prompt, k=limits.prompt_k, min_relevance=limits.prompt_min_relevance, evidence=False
+            )
     except Abandoned:
         context.hits = []
         context.problem = InvalidInput(

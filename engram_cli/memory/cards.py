@@ -11,8 +11,9 @@ strength, importance x decay x recency, and the strongest go on the card:
   depends on the type. What happened last week (an episode) is worth more than what happened
   last year; a fact or procedure learned long ago is still true, so its floor is high.
 
-The person's scope is not crowded out by a busy project: up to GLOBAL_SHARE of the places go to
-the strongest global memories. Near-copies (most words shared) keep only the strongest one.
+Both scopes compete on strength, but the person's scope takes at most GLOBAL_SHARE of the places
+while the project has memories to fill them, so a large global store cannot push the project off
+its own card. Near-copies (most words shared) keep only the strongest one.
 A memory faded so far that the next ``decay`` would archive it is left off. Reading a card is not
 an access: nothing is bumped.
 """
