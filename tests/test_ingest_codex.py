@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from engram_cli.ingest import base, importer
 from engram_cli.ingest.base import ASSISTANT, TOOL, USER, Batch, Session
+from engram_cli.ingest.extract import extract
+from engram_cli.ingest.extract.fixes import changed_lines
 
 SAMPLES = Path(__file__).parent / "fixtures" / "agent-logs" / "codex"
 REAL = SAMPLES / "vibecodingtracker_codex_v0.39.jsonl"
@@ -140,13 +142,75 @@ def test_modern_envelope_with_custom_and_mcp_tools() -> None:
     assert tools == [
         ("exec_command", "find . -maxdepth 1 -type f", "find . -maxdepth 1 -type f"),
         ("exec_command", None, "./alpha.txt\n./beta.txt"),
-        ("apply_patch", None, "Add File: gamma.txt"),
+        ("apply_patch", None, "Add File: gamma.txt, new_string=synthetic"),
         ("apply_patch", None, "Done!"),
         ("mcp__synthetic__lookup", None, "query=fixture"),
         ("mcp__synthetic__lookup", None, '{"status":"ok"}'),
     ]
     assert "SYNTHETIC_ENCRYPTED" not in "\n".join(m.text for m in session.messages)
     assert (session.project, session.model) == ("/workspace/synthetic-project", "synthetic-model")
+
+
+def custom_call(name: str, text: str, call_id: str) -> str:
+    return envelope("response_item", {"type": "custom_tool_call", "name": name, "input": text, "call_id": call_id})
+
+
+PATCH = (
+    "*** Begin Patch\n*** Update File: config/db.py\n@@\n-PORT = 5432\n+PORT = 5433\n"
+    " HOST = 'db'\n-POOL = 5\n+POOL = 5\n+TIMEOUT_S = 30\n+\n*** Add File: .env.example\n"
+    "+OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD\n*** End Patch"
+)
+
+
+def test_an_apply_patch_keeps_its_files_and_added_lines_as_an_edits_new_string(rollout: Path) -> None:
+    write(rollout, meta(), custom_call("apply_patch", PATCH, "c1"), call("apply_patch", {"input": PATCH}, "c2"))
+    custom, function = only_session(codex.read(rollout, None)).messages
+    assert custom.text == function.text
+    # Removed lines, context, blank lines and a line put back unchanged are not what the patch added.
+    head, _, secret = custom.text.rpartition("\n")
+    assert head == "Update File: config/db.py; Add File: .env.example, new_string=PORT = 5433\nTIMEOUT_S = 30"
+    assert secret.startswith("OPENAI_API_KEY=") and "sk-proj-abcdef" not in secret  # redacted as it is cut
+    assert changed_lines(custom.text, edit_input=True)[:2] == ["PORT = 5433", "TIMEOUT_S = 30"]
+
+
+def test_a_long_patch_keeps_a_bounded_number_of_short_lines(rollout: Path) -> None:
+    body = "".join(f"+value_{i} = '{'x' * 300}'\n" for i in range(40))
+    write(
+        rollout, meta(), custom_call("apply_patch", f"*** Begin Patch\n*** Add File: big.py\n{body}*** End Patch", "c1")
+    )
+    [message] = only_session(codex.read(rollout, None)).messages
+    lines = message.text.removeprefix("Add File: big.py, new_string=").split("\n")
+    assert 1 < len(lines) <= 8 and all(len(line) <= 162 for line in lines)
+    assert lines[0].startswith("value_0 = 'xxx")
+
+
+PATCH_CALLS = {
+    "custom": custom_call("apply_patch", PATCH, "c1"),
+    "shell": call("exec_command", {"cmd": f"apply_patch <<'EOF'\n{PATCH}\nEOF"}, "c1"),
+}
+
+
+@pytest.mark.parametrize("via", sorted(PATCH_CALLS))
+@pytest.mark.parametrize(
+    ("report", "thanks"),
+    [
+        ("The API won't start: ERROR db: connect ECONNREFUSED 127.0.0.1:5432", "great, it works now"),
+        ("接口起不来，报错：ERROR db: connect ECONNREFUSED 127.0.0.1:5432", "好了，能连上了"),
+    ],
+)
+def test_a_codex_fix_holds_the_lines_its_patch_added(report: str, thanks: str, via: str, rollout: Path) -> None:
+    write(
+        rollout,
+        meta(),
+        said("user", report),
+        said("assistant", "The database moved to port 5433; the config still says 5432."),
+        PATCH_CALLS[via],
+        envelope("response_item", {"type": "custom_tool_call_output", "call_id": "c1", "output": "Done!"}),
+        said("user", thanks),
+    )
+    items, _ = extract(only_session(codex.read(rollout, None)), {})
+    [fix] = [item for item in items if item.type == "procedural"]
+    assert "`PORT = 5433`" in fix.content and "ECONNREFUSED" in fix.content
 
 
 def test_the_early_flat_format() -> None:

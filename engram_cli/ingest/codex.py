@@ -101,6 +101,9 @@ _OUTPUT_MARK = re.compile(r"^Output:\n", re.M)
 # Codex's own refusal of a call, written as plain text instead of an exit code.
 _REFUSAL = re.compile(r"\A\s*(?:patch rejected|execution error|sandbox error|error:|failed to )", re.I)
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
+# Added lines of a patch kept per file, and how long each may be (the whole call is excerpted after).
+PATCH_LINES = 8
+PATCH_LINE_CHARS = 160
 _NOT_A_SESSION = "not a Codex session"
 
 
@@ -296,7 +299,11 @@ class _Session:
             name = str(payload.get("name") or "tool")
             arguments = loose_json(payload.get("arguments"))  # a JSON string; an object in some versions
             command = _command(arguments) if name in _SHELL_CALLS else None
-            text = command or render_input(arguments, limit=120, tidy_cut=False)
+            patch = arguments.get("input") if isinstance(arguments, dict) else None
+            if command is None and isinstance(patch, str) and _PATCH_FILE.search(patch):
+                text = _render_patch(patch)  # apply_patch as a function: {"input": "*** Begin Patch…"}
+            else:
+                text = command or render_input(arguments, limit=120, tidy_cut=False)
         names: dict[str, str] = self.state.setdefault("calls", {})
         if call:
             names[call] = name
@@ -531,9 +538,29 @@ def _envelope_output(parsed: dict[str, Any]) -> tuple[str, int | None, bool]:
 
 
 def _render_patch(patch: str) -> str:
-    """A patch by the files it touches (``Update File: go.mod``); the hunks are not worth keeping."""
-    files = [f"{verb} File: {name.strip()}" for verb, name in _PATCH_FILE.findall(patch)]
-    return "; ".join(files) if files else patch
+    """A patch by the files it touches and the lines it puts in (``Update File: go.mod, new_string=…``).
+
+    The added lines are written as an edit tool's ``new_string`` (one per line, without the ``+``), the
+    shape the other importers give an edit, so the extractor reads a Codex fix as it reads theirs. A
+    patch of several files names them all first and then gives one ``new_string`` with their lines in
+    order: a reader of ``key=value`` pairs keeps one value per key, and a file name between values would
+    read as an added line. A line the hunk also removes is context written as a change, not a change;
+    removed lines and context are dropped, and at most PATCH_LINES lines of PATCH_LINE_CHARS each are
+    kept per file.
+    """
+    starts = list(_PATCH_FILE.finditer(patch))
+    if not starts:
+        return patch
+    files: list[str] = []
+    added: list[str] = []
+    for i, start in enumerate(starts):
+        files.append(f"{start.group(1)} File: {start.group(2).strip()}")
+        body = patch[start.end() : starts[i + 1].start() if i + 1 < len(starts) else len(patch)].splitlines()
+        removed = {line[1:].strip() for line in body if line.startswith("-")}
+        kept = [line[1:].rstrip() for line in body if line.startswith("+")]
+        kept = [line for line in kept if line.strip() and line.strip() not in removed]
+        added += [clip(line, PATCH_LINE_CHARS, tidy=False) for line in kept[:PATCH_LINES]]
+    return "; ".join(files) + (", new_string=" + "\n".join(added) if added else "")
 
 
 IMPORTER = CodexImporter()
