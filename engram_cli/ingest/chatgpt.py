@@ -19,17 +19,15 @@ assistant's calls to its tools (``recipient`` other than ``all``), reasoning (``
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from engram_cli.ingest.base import ASSISTANT, USER, Batch, Cursor, Importer, Message
+from engram_cli.ingest.base import ASSISTANT, USER, Importer, Message
 from engram_cli.ingest.common import epoch_to_utc
 from engram_cli.ingest.exports import (
     Conversation,
     ExportFormat,
+    ExportImporter,
     Unusable,
-    export_files,
-    read_export,
     text_or_none,
     version_of,
 )
@@ -158,19 +156,9 @@ FORMAT = ExportFormat(
 )
 
 
-class ChatGPTImporter:
-    name = "chatgpt"
-    agent = "chatgpt"
-    description = "a ChatGPT data export: engram ingest chatgpt PATH/TO/conversations.json (or its folder)"
-
-    def locate(self, env: Mapping[str, str], home: Path) -> list[Path]:
-        return []  # an export is downloaded on purpose and handed over: see engram_cli.ingest.exports
-
-    def files(self, path: Path) -> list[Path]:
-        return export_files(path, ("conversations.json", "conversations-*.json"))
-
-    def read(self, path: Path, cursor: Cursor | None) -> Batch:
-        return read_export(self.name, FORMAT, path, cursor)
-
-
-IMPORTER: Importer = ChatGPTImporter()
+IMPORTER: Importer = ExportImporter(
+    "chatgpt",
+    "a ChatGPT data export: engram ingest chatgpt PATH/TO/conversations.json (or its folder)",
+    FORMAT,
+    ("conversations.json", "conversations-*.json"),
+)

@@ -15,17 +15,15 @@ leaves the old branch behind), as in ChatGPT's export; otherwise the list is rea
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from engram_cli.ingest.base import ASSISTANT, USER, Batch, Cursor, Importer, Message
+from engram_cli.ingest.base import ASSISTANT, USER, Importer, Message
 from engram_cli.ingest.common import iso_to_utc
 from engram_cli.ingest.exports import (
     Conversation,
     ExportFormat,
+    ExportImporter,
     Unusable,
-    export_files,
-    read_export,
     text_or_none,
     version_of,
 )
@@ -108,19 +106,9 @@ FORMAT = ExportFormat(
 )
 
 
-class ClaudeAIImporter:
-    name = "claude-ai"
-    agent = "claude-ai"
-    description = "a Claude.ai data export: engram ingest claude-ai PATH/TO/conversations.json (or its folder)"
-
-    def locate(self, env: Mapping[str, str], home: Path) -> list[Path]:
-        return []  # an export is downloaded on purpose and handed over: see engram_cli.ingest.exports
-
-    def files(self, path: Path) -> list[Path]:
-        return export_files(path, ("conversations.json",))
-
-    def read(self, path: Path, cursor: Cursor | None) -> Batch:
-        return read_export(self.name, FORMAT, path, cursor)
-
-
-IMPORTER: Importer = ClaudeAIImporter()
+IMPORTER: Importer = ExportImporter(
+    "claude-ai",
+    "a Claude.ai data export: engram ingest claude-ai PATH/TO/conversations.json (or its folder)",
+    FORMAT,
+    ("conversations.json",),
+)

@@ -173,3 +173,29 @@ def export_files(path: Path, names: Sequence[str]) -> list[Path]:
     if not path.is_dir():
         return [path]
     return sorted({p for name in names for pattern in (name, f"*/{name}") for p in files.glob(path, pattern)})
+
+
+@dataclass
+class ExportImporter:
+    """The importer of a chat app's data export: read only from a path given, with the format's parser.
+
+    An export is downloaded on purpose and handed over, so no default location is searched.
+    """
+
+    name: str
+    description: str
+    fmt: ExportFormat
+    names: tuple[str, ...]  # how the export's files are named, for a folder given
+    agent: str = field(init=False)  # the app's memories are recorded under its own name
+
+    def __post_init__(self) -> None:
+        self.agent = self.name
+
+    def locate(self, env: Mapping[str, str], home: Path) -> list[Path]:
+        return []
+
+    def files(self, path: Path) -> list[Path]:
+        return export_files(path, self.names)
+
+    def read(self, path: Path, cursor: Cursor | None) -> Batch:
+        return read_export(self.name, self.fmt, path, cursor)
