@@ -2,31 +2,41 @@
 remember in the middle of a session.
 
 A front end like the CLI: it parses nothing itself (the SDK checks each call's arguments against the
-tool's schema), calls one engine verb and returns its JSON form. The store is opened once, from the
-working directory the client started the server in (its project and the global scope, as on the command
-line); the embedding model loads on the first call that needs it and stays loaded. An engine error
-becomes an error result carrying its message and hint: the server keeps serving.
+tool's schema), calls one engine verb and returns its JSON form. The store is opened once, at the first
+call, for the project of the client's first file root when the client declares roots, else of the
+directory the client started the server in, with the global scope alongside, as on the command line.
+The embedding model loads on the first call that needs it and stays loaded. An engine error becomes an
+error result carrying its message and hint: the server keeps serving.
 
 stdout is the protocol's channel: nothing here may print.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
+from urllib.parse import unquote, urlparse
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+import anyio
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.types import ToolAnnotations
 
 from engram_cli._version import __version__
 from engram_cli.api import Engram
-from engram_cli.errors import EngramError
+from engram_cli.errors import DatabaseDamaged, EngramError
+from engram_cli.integrations.assistants import CONTEXT_BUDGET, CONTEXT_K
 from engram_cli.render.recall import cards
 from engram_cli.serialize import to_json
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 INSTRUCTIONS = (
     "engram is the user's long-term memory: facts, decisions, preferences and procedures from earlier sessions, "
@@ -34,25 +44,80 @@ INSTRUCTIONS = (
     "something that may have been settled before; call `remember` when the user states something worth keeping "
     "or asks you to remember it. Memories may be outdated: the current instruction wins over them."
 )
+CARD_URI = "engram://card"
+# A client that declares roots but does not answer must not hold the first call up for long.
+ROOTS_TIMEOUT_S = 5.0
+
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+WRITE_IDEMPOTENT = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+REMOVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+
+
+async def client_root(ctx: Context) -> Path | None:
+    """The first local directory among the client's roots, when it declares any and answers in time."""
+    capabilities = ctx.session.client_capabilities
+    if capabilities is None or capabilities.roots is None:
+        return None
+    try:
+        with anyio.fail_after(ROOTS_TIMEOUT_S), warnings.catch_warnings():
+            # Deprecated in the 2026-07-28 protocol, still what today's clients send.
+            warnings.simplefilter("ignore")
+            listed = await ctx.session.list_roots()
+    except Exception:  # no usable roots is not an error: the working directory stands in
+        return None
+    for root in listed.roots:
+        uri = urlparse(str(root.uri))
+        if uri.scheme == "file" and uri.netloc in ("", "localhost"):
+            path = Path(unquote(uri.path))
+            if path.is_dir():
+                return path
+    return None
 
 
 class Service:
-    """One open store shared by every tool call; calls take turns (the SDK runs each in a worker thread)."""
+    """One open store shared by every tool call; calls take turns (each runs in a worker thread).
 
-    def __init__(self, opener: Callable[[], Engram]) -> None:
+    Where it is (the directory whose project is in scope) is settled by the first tool call: the
+    client's first root, else ``cwd``; it stays for the life of the server.
+    """
+
+    def __init__(self, opener: Callable[[Path], Engram], cwd: Path) -> None:
         self._opener = opener
+        self._cwd = cwd
+        self._where: Path | None = None
         self._engram: Engram | None = None
         self._lock = threading.Lock()
+
+    @property
+    def where(self) -> Path:
+        return self._where or self._cwd
+
+    async def call(self, ctx: Context, verb: Callable[[Engram], T]) -> T:
+        if self._where is None:
+            self._where = await client_root(ctx) or self._cwd
+        return await anyio.to_thread.run_sync(functools.partial(self.run, verb))
 
     def run(self, verb: Callable[[Engram], T]) -> T:
         with self._lock:
             try:
                 if self._engram is None:
-                    self._engram = self._opener()
+                    self._engram = self._opener(self.where)
                 return verb(self._engram)
             except EngramError as exc:
+                if isinstance(exc, DatabaseDamaged) and self._engram is not None:
+                    # The next call opens the file afresh: it may have been recovered or replaced meanwhile.
+                    self._engram.close()
+                    self._engram = None
                 hint = f"\nHint: {exc.hint}" if exc.hint else ""
                 raise ToolError(f"Error: {exc.message}{hint}") from exc
+            except Exception as exc:
+                # A defect, not the caller's mistake: its traceback goes to stderr (the client's log for
+                # this server) and the model gets one line; the server goes on.
+                log.exception("engram mcp: unexpected error")
+                raise ToolError(f"Error: unexpected {type(exc).__name__}: {exc}") from exc
 
     def close(self) -> None:
         with self._lock:
@@ -87,12 +152,13 @@ def _recent_entry(memory: Any, engram: Engram) -> dict[str, Any]:
     }
 
 
-def build(service: Service, cwd: Path) -> MCPServer:
-    """The MCP server with engram's tools, each working through ``service``; keys resolve from ``cwd``."""
+def build(service: Service) -> MCPServer:
+    """The MCP server with engram's tools and the session card, each working through ``service``."""
     server = MCPServer("engram", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
 
-    @server.tool()
-    def recall(
+    @server.tool(annotations=READ)
+    async def recall(
+        ctx: Context,
         query: str,
         k: int = 5,
         types: list[str] | None = None,
@@ -120,10 +186,11 @@ def build(service: Service, cwd: Path) -> MCPServer:
                 out["card"] = cards(hits, budget=budget)
             return out
 
-        return service.run(verb)
+        return await service.call(ctx, verb)
 
-    @server.tool()
-    def remember(
+    @server.tool(annotations=WRITE)
+    async def remember(
+        ctx: Context,
         text: str,
         type: str | None = None,
         importance: float | None = None,
@@ -153,30 +220,31 @@ def build(service: Service, cwd: Path) -> MCPServer:
                 "content": result.memory.content,
             }
 
-        return service.run(verb)
+        return await service.call(ctx, verb)
 
-    @server.tool()
-    def get(key: str) -> dict[str, Any]:
+    @server.tool(annotations=READ)
+    async def get(ctx: Context, key: str) -> dict[str, Any]:
         """The value of the keyed fact `key` (an exact lookup, set with `set` or `remember` with a key): this
         project's, else the global one. Returns key, value, scope and the id of the memory that holds it; an
         error result when no such key exists."""
-        return service.run(lambda engram: to_json(engram.lookup(key, cwd=cwd)))
+        return await service.call(ctx, lambda engram: to_json(engram.lookup(key, cwd=service.where)))
 
-    @server.tool()
-    def set(key: str, value: str, global_scope: bool = False) -> dict[str, Any]:
+    @server.tool(annotations=WRITE_IDEMPOTENT)
+    async def set(ctx: Context, key: str, value: str, global_scope: bool = False) -> dict[str, Any]:
         """Give the keyed fact `key` the value `value` (in this project, or with `global_scope` in every project).
         An existing value is replaced in place and kept in the memory's history. Use it for facts that have one
         current value: a version, a command, a person's role. Returns `action` (created, updated, unchanged),
         the memory's id and the `previous` value when it changed."""
 
         def verb(engram: Engram) -> dict[str, Any]:
-            result = engram.set(key, value, namespace="global" if global_scope else None, cwd=cwd)
+            result = engram.set(key, value, namespace="global" if global_scope else None, cwd=service.where)
             return {"action": result.action, "id": result.id, "previous": result.previous, "key": key}
 
-        return service.run(verb)
+        return await service.call(ctx, verb)
 
-    @server.tool()
-    def edit(
+    @server.tool(annotations=WRITE_IDEMPOTENT)
+    async def edit(
+        ctx: Context,
         id: str,
         text: str | None = None,
         importance: float | None = None,
@@ -192,25 +260,25 @@ def build(service: Service, cwd: Path) -> MCPServer:
             result = engram.edit(id, text=text, importance=importance, type=type, tags=tags or [], untag=untag or [])
             return dict(to_json(result))
 
-        return service.run(verb)
+        return await service.call(ctx, verb)
 
-    @server.tool()
-    def forget(ids: list[str], hard: bool = False) -> dict[str, Any]:
+    @server.tool(annotations=REMOVE)
+    async def forget(ctx: Context, ids: list[str], hard: bool = False) -> dict[str, Any]:
         """Archive memories (by id or unique prefix) so recall no longer finds them; they stay inspectable and
         can come back. Only with `hard` true, and only when the user explicitly asks to erase them, are they
         purged for good with every copy of their text. Returns each id with its action (archived, purged,
         unchanged)."""
-        return service.run(lambda engram: {"forgotten": to_json(engram.forget(ids, hard=hard))})
+        return await service.call(ctx, lambda engram: {"forgotten": to_json(engram.forget(ids, hard=hard))})
 
-    @server.tool()
-    def inspect(id: str) -> dict[str, Any]:
+    @server.tool(annotations=READ)
+    async def inspect(ctx: Context, id: str) -> dict[str, Any]:
         """Everything about one memory (by id or unique prefix): its fields, tags, sources, history of events
         and the parts of its score that do not depend on a query. Use it to see why a memory says what it
         says, or what it replaced."""
-        return service.run(lambda engram: dict(to_json(engram.inspect(id))))
+        return await service.call(ctx, lambda engram: dict(to_json(engram.inspect(id))))
 
-    @server.tool()
-    def recent(limit: int = 10) -> dict[str, Any]:
+    @server.tool(annotations=READ)
+    async def recent(ctx: Context, limit: int = 10) -> dict[str, Any]:
         """What was learned lately: the newest memories of this project and the global scope, newest first,
         each with id, content, scope, type, key and when it was created. Use it to catch up at the start of
         work, or to check what an earlier session stored."""
@@ -219,16 +287,35 @@ def build(service: Service, cwd: Path) -> MCPServer:
             memories = engram.list(limit=limit, filters=engram.filters(with_global=True))
             return {"memories": [_recent_entry(m, engram) for m in memories]}
 
-        return service.run(verb)
+        return await service.call(ctx, verb)
+
+    @server.resource(
+        CARD_URI,
+        name="session-card",
+        title="engram: what this project remembers",
+        description="The project's and the global scope's strongest memories (importance x decay x recency, no "
+        "query) as one text block for the start of a session: what the SessionStart hook shows.",
+        mime_type="text/markdown",
+    )
+    async def card() -> str:
+        # A resource read carries no client context to ask for roots with: it uses the place the first
+        # tool call settled, else the server's working directory.
+        def verb(engram: Engram) -> str:
+            return cards(engram.card(CONTEXT_K), budget=CONTEXT_BUDGET)
+
+        try:
+            text = await anyio.to_thread.run_sync(functools.partial(service.run, verb))
+        except ToolError as exc:
+            raise ResourceError(str(exc)) from exc
+        return text or "Nothing remembered yet for this project or the global scope."
 
     return server
 
 
 def serve(db: str | None = None, cwd: Path | None = None) -> None:
     """Serve over stdio until the client closes the connection."""
-    where = cwd or Path.cwd()
-    service = Service(lambda: Engram.open(db, cwd=where))
+    service = Service(lambda where: Engram.open(db, cwd=where), cwd or Path.cwd())
     try:
-        build(service, where).run("stdio")
+        build(service).run("stdio")
     finally:
         service.close()
