@@ -63,7 +63,8 @@ def config_unset(
 
 def mcp(ctx: typer.Context) -> None:
     """Serve engram's tools (recall, remember, get, set, edit, forget, inspect, recent) to an assistant over
-    MCP on stdio. Its project is the directory it starts in; register it in the assistant's MCP settings."""
+    MCP on stdio. Its project is the directory it starts in. `engram hooks install ASSISTANT --mcp` registers it
+    for Claude Code, Codex and Gemini CLI; for other assistants, add it to their MCP settings by hand."""
     from engram_cli.mcp_server import serve
 
     serve(app_context(ctx).db)
