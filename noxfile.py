@@ -70,6 +70,13 @@ def bench_ingest(session: nox.Session) -> None:
     session.run("python", "scripts/bench_ingest.py", *session.posargs, env=ENV)
 
 
+@nox.session(python=PYTHON, name="bench-mcp")
+def bench_mcp(session: nox.Session) -> None:
+    """`recall` latency over MCP (p50/p95) at 10k and 100k memories, and the server's memory."""
+    session.install("-e", ".")
+    session.run("python", "scripts/bench_mcp.py", *session.posargs, env=ENV)
+
+
 @nox.session(python=PYTHON)
 def quality(session: nox.Session) -> None:
     """Recall quality on our benchmark sets: engram's recall against BM25 and dense retrieval alone, and the share

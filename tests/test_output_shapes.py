@@ -279,6 +279,16 @@ SETTINGS_CHANGE = {
     "events": [str],
     "backup": (str, None),
     "next_step": None,
+    "mcp": None,  # Claude Code's and Codex's --settings name the hooks file only
+}
+MCP_CHANGE = {
+    "server": str,
+    "path": str,
+    "project": None,
+    "action": str,
+    "command": [str],
+    "backup": (str, None),
+    "next_step": str,
 }
 SCHEDULE = {
     "log": str,
@@ -857,6 +867,13 @@ def test_hooks_assistant(run: Any, tmp_path: Path) -> None:
     assert_shape(absent, {**SETTINGS_CHANGE, "events": []})
     codex = run("hooks", "install", "codex", "--settings", str(tmp_path / "hooks.json"))
     assert codex.stderr == "Codex runs new hooks only once you trust them: review them with /hooks in Codex\n"
+    gemini = run("hooks", "install", "gemini-cli", "--settings", str(tmp_path / "gemini.json"), "--mcp", "--json")
+    assert_shape(gemini.json(), {**SETTINGS_CHANGE, "backup": None, "next_step": str, "mcp": MCP_CHANGE})
+    mcp_removed = run("hooks", "uninstall", "gemini-cli", "--settings", str(tmp_path / "gemini.json"))
+    assert mcp_removed.stdout == (
+        "removed engram's SessionStart, SessionEnd hooks from <tmp>/gemini.json\n"
+        "removed engram's MCP server from <tmp>/gemini.json\n"
+    )
 
 
 def test_hooks_context(run: Any, repo: Path) -> None:

@@ -14,8 +14,16 @@ from engram_cli import render
 from engram_cli.api import Recalled
 
 CLI = Path(__file__).parent.parent / "engram_cli" / "cli"
-# What a command module may import: the facade, the renderer, the settings and the errors (and its siblings).
-ALLOWED = ("engram_cli.api", "engram_cli.render", "engram_cli.config", "engram_cli.errors", "engram_cli.cli")
+# What a command module may import: the facade, the renderer, the settings and the errors (and its siblings),
+# and the MCP server, the other front end, which `engram mcp` only starts.
+ALLOWED = (
+    "engram_cli.api",
+    "engram_cli.render",
+    "engram_cli.config",
+    "engram_cli.errors",
+    "engram_cli.cli",
+    "engram_cli.mcp_server",
+)
 
 
 def test_every_registered_result_type_exists() -> None:

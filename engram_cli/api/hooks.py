@@ -14,10 +14,10 @@ from engram_cli.errors import EngramError, InvalidInput
 from engram_cli.ingest.limits import Abandoned, hard_stop
 from engram_cli.integrations import assistants, check_database, engram_command, hooklog
 from engram_cli.integrations import git as githook
+from engram_cli.integrations import mcp as mcpmod
 from engram_cli.integrations import schedule as schedmod
 from engram_cli.integrations.assistants import (
     ASSISTANTS,
-    BACKUP_SUFFIX,
     CONTEXT_BUDGET,
     CONTEXT_K,
     UNSUPPORTED,
@@ -25,7 +25,10 @@ from engram_cli.integrations.assistants import (
     SettingsChange,
 )
 from engram_cli.integrations.git import GitHookChange
+from engram_cli.integrations.mcp import McpChange
+from engram_cli.integrations.mcp import describe as describe_mcp
 from engram_cli.integrations.schedule import Schedule
+from engram_cli.integrations.settings_files import BACKUP_SUFFIX
 from engram_cli.project import Scope, project_namespace
 
 if TYPE_CHECKING:
@@ -39,8 +42,10 @@ __all__ = [
     "UNSUPPORTED",
     "Assistant",
     "GitHookChange",
+    "McpChange",
     "Schedule",
     "SettingsChange",
+    "describe_mcp",
     "install_assistant",
     "install_git",
     "prompt_context",
@@ -65,22 +70,29 @@ def uninstall_git(repo: Path | None = None) -> GitHookChange:
 
 def install_assistant(
     name: str, db: str | None = None, *, project: Path | None = None, settings: Path | None = None,
-    per_prompt: bool | None = None,
+    per_prompt: bool | None = None, mcp: bool | None = None,
 ) -> SettingsChange:  # fmt: skip
     """Engram's session hooks in an assistant's settings (the user's, a project's, or exactly ``settings``).
 
-    ``per_prompt`` adds or removes the hook that recalls for each prompt; None keeps it as installed.
+    ``per_prompt`` adds or removes the hook that recalls for each prompt; ``mcp`` registers or removes
+    engram's MCP server (``engram mcp``) in the assistant's MCP settings for the same scope; None keeps
+    either as installed. ``settings`` names a hooks file; only Gemini CLI keeps its MCP servers there.
     """
     a = assistants.assistant(name)
     path = assistants.settings_path(a, project=project, settings=settings)
+    servers = mcpmod.location(name, project=project, settings=settings, mcp=mcp)
     check_database(db)
-    return assistants.install(a, path, engram_command(db), per_prompt=per_prompt)
+    return assistants.install(a, path, engram_command(db), per_prompt=per_prompt, mcp=mcp, servers=servers)
 
 
 def uninstall_assistant(name: str, *, project: Path | None = None, settings: Path | None = None) -> SettingsChange:
-    """Remove engram's hooks (only those) from an assistant's settings."""
+    """Remove engram's hooks and its MCP server (only those) from an assistant's settings.
+
+    With ``settings`` naming Claude Code's or Codex's hooks file, their MCP settings are left alone.
+    """
     a = assistants.assistant(name)
-    return assistants.uninstall(a, assistants.settings_path(a, project=project, settings=settings))
+    path = assistants.settings_path(a, project=project, settings=settings)
+    return assistants.uninstall(a, path, servers=mcpmod.location(name, project=project, settings=settings))
 
 
 def session_context(

@@ -31,6 +31,16 @@ PerPromptOpt = Annotated[
     ),
 ]
 
+McpOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--mcp/--no-mcp",
+        help="Also register engram's MCP server (`engram mcp`) in the assistant's MCP settings / remove it "
+        "(default: keep what is registered, brought up to date).",
+        show_default=False,
+    ),
+]
+
 _UNSUPPORTED = ", ".join(hooks.UNSUPPORTED)
 
 hooks_app = typer.Typer(
@@ -74,10 +84,11 @@ def _install_assistant(name: str) -> Callable[..., None]:
         project: ProjectOpt = None,
         settings: SettingsOpt = None,
         per_prompt: PerPromptOpt = None,
+        mcp: McpOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
         change = hooks.install_assistant(
-            name, app_context(ctx).db, project=project, settings=settings, per_prompt=per_prompt
+            name, app_context(ctx).db, project=project, settings=settings, per_prompt=per_prompt, mcp=mcp
         )
         show(ctx, change, json=as_json)
 
@@ -89,7 +100,8 @@ def _install_assistant(name: str) -> Callable[..., None]:
         f"{a.name}` in the background at {when}. With --per-prompt, also `engram hooks prompt {a.name}` at "
         f"{a.prompt_event}: the memories relevant to each prompt, or nothing.\n\nMerges into "
         f"{a.user_settings()} (or the project's {a.project_file}), keeping every other key and hook; backs the "
-        f"file up once as *{hooks.BACKUP_SUFFIX}; refuses a file that is not valid JSON."
+        f"file up once as *{hooks.BACKUP_SUFFIX}; refuses a file that is not valid JSON.\n\n"
+        f"{hooks.describe_mcp(name)}"
     )
     return command
 
@@ -102,7 +114,8 @@ def _uninstall_assistant(name: str) -> Callable[..., None]:
     ) -> None:
         show(ctx, hooks.uninstall_assistant(name, project=project, settings=settings), json=as_json)
 
-    command.__doc__ = f"Remove engram's {a.title} hooks (only those) from its settings."
+    left_alone = "" if name == "gemini-cli" else " With --settings, the MCP settings are left alone."
+    command.__doc__ = f"Remove engram's {a.title} hooks and its MCP server entry (only those).{left_alone}"
     return command
 
 

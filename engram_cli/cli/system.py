@@ -1,4 +1,4 @@
-"""models, doctor, config."""
+"""models, doctor, config, mcp."""
 
 from __future__ import annotations
 
@@ -61,7 +61,17 @@ def config_unset(
     show(ctx, ConfigChange(key, changed=configmod.unset_value(app_context(ctx).paths, key)))
 
 
+def mcp(ctx: typer.Context) -> None:
+    """Serve engram's tools (recall, remember, get, set, edit, forget, inspect, recent) to an assistant over
+    MCP on stdio. Its project is the directory it starts in. `engram hooks install ASSISTANT --mcp` registers it
+    for Claude Code, Codex and Gemini CLI; for other assistants, add it to their MCP settings by hand."""
+    from engram_cli.mcp_server import serve
+
+    serve(app_context(ctx).db)
+
+
 def register(app: typer.Typer) -> None:
+    app.command()(mcp)
     app.command()(models)
     app.command(name="doctor")(doctor_cmd)
     app.add_typer(config_app, name="config")

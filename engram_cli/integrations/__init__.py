@@ -21,7 +21,7 @@ from engram_cli.errors import IntegrationError
 # `uninstall` (and a later `install` with a moved engram) finds exactly its own entries.
 MARKER = "engram-managed"
 
-_SCRIPT_NAMES = ("engram", "engram.exe")
+SCRIPT_NAMES = ("engram", "engram.exe")
 
 
 def engram_command(db: str | None = None) -> list[str]:
@@ -29,7 +29,7 @@ def engram_command(db: str | None = None) -> list[str]:
     as one, else this interpreter with ``-m engram_cli``; plus ``--db`` when one was given."""
     argv0 = sys.argv[0] if sys.argv else ""
     started_as = Path(argv0).name
-    if started_as in _SCRIPT_NAMES and Path(argv0).exists():
+    if started_as in SCRIPT_NAMES and Path(argv0).exists():
         # Absolute, but not resolved: pipx and Homebrew put a stable symlink on PATH that
         # survives upgrades, while the file it points to moves with every version.
         command = [os.path.abspath(argv0)]

@@ -16,25 +16,27 @@ Each of the three hands a per-prompt hook JSON on stdin with at least ``prompt``
 All three nest the same way: ``{"hooks": {Event: [{"matcher"?, "hooks": [{"type": "command",
 "command": ...}]}]}}``. Engram's entries are recognised by the marker comment that ends their
 command, so a foreign entry is never touched and a moved engram replaces its old entries.
-Files are rewritten atomically, with a one-time backup, and never when they do not parse.
+Files are rewritten atomically, with a one-time backup, and never when they do not parse
+(``settings_files``). With ``mcp``, engram's MCP server is registered at the same time, in the file
+each assistant keeps its servers in (``mcp``).
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import re
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from engram_cli.errors import IntegrationError, UsageError
-from engram_cli.integrations import MARKER, shell_join, write_atomic
+from engram_cli.integrations import MARKER, shell_join
+from engram_cli.integrations import mcp as mcpmod
+from engram_cli.integrations.mcp import McpChange, McpLocation
+from engram_cli.integrations.settings_files import JsonSettings, TomlSettings
 
-BACKUP_SUFFIX = ".engram-backup"
 INGEST_MAX_SECONDS = 60
 CONTEXT_TIMEOUT_S = 30
 # Recall at session start: enough to orient, small enough to leave the context window alone.
@@ -194,36 +196,20 @@ class SettingsChange:
     events: list[str] = field(default_factory=list)
     backup: Path | None = None
     next_step: str | None = None
+    mcp: McpChange | None = None  # engram's MCP server entry, when the command asked about it or one is there
 
 
 def _is_ours(hook: Any) -> bool:
     return isinstance(hook, dict) and isinstance(hook.get("command"), str) and hook["command"].endswith(f"# {MARKER}")
 
 
-def _load(path: Path) -> tuple[dict[str, Any], str | None]:
-    """The parsed file (empty when missing or blank) and its text; refuses anything it cannot safely rewrite."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return {}, None
-    except OSError as exc:
-        raise IntegrationError(f"cannot read {path}: {exc.strerror}") from exc
-    try:
-        text = raw.decode("utf-8")
-        data = json.loads(text) if text.strip() else {}
-    except UnicodeDecodeError as exc:
-        raise IntegrationError(f"{path} is not UTF-8 text; engram left it as it is") from exc
-    except json.JSONDecodeError as exc:
-        raise IntegrationError(
-            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); engram left it as it is",
-            hint="fix the file by hand (or move it away), then run this again",
-        ) from exc
-    if not isinstance(data, dict):
-        raise IntegrationError(f"{path} holds a JSON {type(data).__name__}, not an object; engram left it as it is")
-    hooks = data.get("hooks")
+def _load(path: Path) -> JsonSettings:
+    """The hooks file, parsed; refuses anything it cannot safely rewrite."""
+    settings = JsonSettings.load(path)
+    hooks = settings.data.get("hooks")
     if hooks is not None and not isinstance(hooks, dict):
         raise IntegrationError(f'"hooks" in {path} is not an object; engram left the file as it is')
-    return data, text
+    return settings
 
 
 def _remove_ours(data: dict[str, Any]) -> list[str]:
@@ -268,76 +254,91 @@ def _ours(data: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     return found
 
 
-def _indent(text: str | None) -> int | str:
-    """The file's own indentation, so a rewrite changes as few lines as possible."""
-    match = re.search(r"\n([ \t]+)\S", text or "")
-    if match is None:
-        return 2
-    unit = match.group(1)
-    return "\t" if unit.startswith("\t") else len(unit)
-
-
-def _save(path: Path, data: dict[str, Any], text: str | None) -> Path | None:
-    """Write ``data`` over ``path`` atomically; the first time engram changes an existing file, back it up."""
-    backup: Path | None = None
-    mode: int | None = None
-    if text is not None:
-        mode = path.stat().st_mode & 0o7777
-        candidate = path.with_name(path.name + BACKUP_SUFFIX)
-        if not candidate.exists():
-            shutil.copy2(path, candidate)
-            backup = candidate
-    body = json.dumps(data, indent=_indent(text), ensure_ascii=False) + "\n"
-    write_atomic(path, body.encode("utf-8"), mode=mode)
-    return backup
-
-
-def install(a: Assistant, path: Path, engram: Sequence[str], *, per_prompt: bool | None = None) -> SettingsChange:
+def install(
+    a: Assistant, path: Path, engram: Sequence[str], *, per_prompt: bool | None = None, mcp: bool | None = None,
+    servers: McpLocation | None = None,
+) -> SettingsChange:  # fmt: skip
     """Merge engram's hooks into ``path``, keeping every other key and hook; idempotent.
 
     ``per_prompt`` adds (True) or leaves out (False) the hook that recalls for each prompt; None
     keeps whatever is installed, so that installing again (after engram moved) changes nothing else.
+    ``mcp`` registers (True) or removes (False) engram's MCP server at ``servers`` the same way; None
+    brings an entry already there up to date and adds none (a file it cannot read is then left alone).
+    Every file is checked before any is written: a refusal leaves them all as they were.
     """
-    data, text = _load(path)
+    settings = _load(path)
+    data = settings.data
     if per_prompt is None:
         per_prompt = _has_prompt_hook(a, data)
     wanted = wanted_hooks(a, engram, per_prompt=per_prompt)
     present = _ours(data)
-    if present == wanted:
-        return SettingsChange(a.name, path, "unchanged", list(wanted), next_step=a.after_install)
-    merged = copy.deepcopy(data)
-    _remove_ours(merged)
-    hooks = merged.setdefault("hooks", {})
-    for event, entries in wanted.items():
-        groups = hooks.setdefault(event, [])
-        if not isinstance(groups, list):
-            raise IntegrationError(f'"hooks.{event}" in {path} is not a list; engram left the file as it is')
-        groups.append({"hooks": entries})
-    backup = _save(path, merged, text)
-    return SettingsChange(
-        a.name, path, "updated" if present else "installed", list(wanted), backup=backup, next_step=a.after_install
-    )
+    change = SettingsChange(a.name, path, "unchanged", list(wanted), next_step=a.after_install)
+    if present != wanted:
+        _remove_ours(data)
+        hooks = data.setdefault("hooks", {})
+        for event, entries in wanted.items():
+            groups = hooks.setdefault(event, [])
+            if not isinstance(groups, list):
+                raise IntegrationError(f'"hooks.{event}" in {path} is not a list; engram left the file as it is')
+            groups.append({"hooks": entries})
+        change.action = "updated" if present else "installed"
+    holder = _servers_file(settings, servers, strict=mcp is not None)
+    if holder is not None and servers is not None:
+        if mcp or (mcp is None and mcpmod.registered(holder, servers)):
+            change.mcp = mcpmod.register(holder, servers, engram)
+        elif mcp is False:
+            change.mcp = mcpmod.unregister(holder, servers)
+    _write(settings, holder, change, removing=False)
+    return change
 
 
-def uninstall(a: Assistant, path: Path) -> SettingsChange:
-    """Remove engram's hooks from ``path`` and nothing else."""
-    data, text = _load(path)
-    removed = _remove_ours(data)
-    if not removed:
-        return SettingsChange(a.name, path, "absent")
-    backup = path.with_name(path.name + BACKUP_SUFFIX)
-    if backup.is_file() and _same_json(backup, data):
-        # Nothing else changed since engram's first edit: the file goes back byte for byte.
-        write_atomic(path, backup.read_bytes(), mode=path.stat().st_mode & 0o7777)
-        return SettingsChange(a.name, path, "removed", removed)
-    return SettingsChange(a.name, path, "removed", removed, backup=_save(path, data, text))
+def uninstall(a: Assistant, path: Path, *, servers: McpLocation | None = None) -> SettingsChange:
+    """Remove engram's hooks from ``path``, and its MCP server at ``servers``, and nothing else."""
+    settings = _load(path)
+    holder = _servers_file(settings, servers, strict=True)
+    removed = _remove_ours(settings.data)
+    change = SettingsChange(a.name, path, "removed" if removed else "absent", removed)
+    if holder is not None and servers is not None:
+        change.mcp = mcpmod.unregister(holder, servers)
+    _write(settings, holder, change, removing=True)
+    return change
 
 
-def _same_json(path: Path, data: Any) -> bool:
+def _servers_file(
+    settings: JsonSettings, servers: McpLocation | None, *, strict: bool
+) -> JsonSettings | TomlSettings | None:
+    """The file holding the MCP servers: the hooks file itself (Gemini CLI) or another, read now so that a
+    refusal comes before anything is written. Not ``strict``: one that cannot be read is left out."""
+    if servers is None:
+        return None
+    if servers.path == settings.path and not servers.toml:
+        return settings
     try:
-        return bool(json.loads(path.read_bytes().decode("utf-8") or "{}") == data)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return False
+        return mcpmod.load(servers)
+    except IntegrationError:
+        if strict:
+            raise
+        return None
+
+
+def _write(
+    settings: JsonSettings, holder: JsonSettings | TomlSettings | None, change: SettingsChange, *, removing: bool
+) -> None:
+    """Save each file that changed, once. After a removal a file goes back byte for byte when nothing else changed."""
+    hooks_changed = change.action not in ("unchanged", "absent")
+    server = change.mcp if change.mcp is not None and change.mcp.action in ("installed", "updated", "removed") else None
+    if holder is settings:
+        if hooks_changed or server is not None:
+            only_removed = removing or (not hooks_changed and server is not None and server.action == "removed")
+            backup = settings.save_removal() if only_removed else settings.save()
+            change.backup = backup if hooks_changed else None
+            if server is not None:
+                server.backup = backup
+        return
+    if hooks_changed:
+        change.backup = settings.save_removal() if removing else settings.save()
+    if server is not None and holder is not None:
+        server.backup = holder.save_removal() if server.action == "removed" else holder.save()
 
 
 def project_dir(a: Assistant, explicit: Path | None, env: Mapping[str, str] | None = None) -> Path:

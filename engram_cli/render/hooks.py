@@ -7,8 +7,11 @@ from typing import TYPE_CHECKING
 from engram_cli.render.console import note, out
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from engram_cli.integrations.assistants import SettingsChange
     from engram_cli.integrations.git import GitHookChange
+    from engram_cli.integrations.mcp import McpChange
     from engram_cli.integrations.schedule import Schedule
 
 
@@ -29,15 +32,36 @@ def git_hook(change: GitHookChange) -> None:
 def settings(change: SettingsChange) -> None:
     where = change.path
     events = ", ".join(change.events)
+    server = change.mcp
     if change.action == "absent":
-        out(f"no engram hooks in {where}; nothing to do")
+        done = server is None or server.action in ("absent", "foreign")
+        out(f"no engram hooks in {where}" + ("; nothing to do" if done else ""))
     elif change.action == "removed":
         out(f"removed engram's {events} hooks from {where}")
     else:
         out(f"{change.action} engram's {events} hooks in {where}")
     if change.backup is not None:
         note(f"the file as it was is saved as {change.backup}")
-    if change.next_step and change.action != "removed":
+    if server is not None:
+        mcp_server(server, saved=change.backup)
+    if change.next_step and change.action not in ("removed", "absent"):
+        note(change.next_step)
+
+
+def mcp_server(change: McpChange, *, saved: Path | None = None) -> None:
+    """Engram's MCP server entry, after the hooks (``saved``: a backup already named for the same file)."""
+    where = f"{change.path} (project {change.project})" if change.project is not None else str(change.path)
+    if change.action == "foreign":
+        note(f"the MCP server named {change.server!r} in {where} is not engram's; engram left it as it is")
+    elif change.action == "absent":
+        out(f"no engram MCP server in {where}")
+    elif change.action == "removed":
+        out(f"removed engram's MCP server from {where}")
+    else:
+        out(f"{change.action} engram's MCP server in {where}")
+    if change.backup is not None and change.backup != saved:
+        note(f"the file as it was is saved as {change.backup}")
+    if change.next_step and change.action in ("installed", "updated"):
         note(change.next_step)
 
 
