@@ -23,6 +23,7 @@ import socket
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any, Protocol
@@ -103,7 +104,8 @@ def exit_code(code: object) -> int:
 
 def run_command(command: Command, request: Request) -> Reply:
     """Run the CLI for ``request`` as the hook's own process would, capturing its output and exit code."""
-    with borrowed(request) as captured:
+    # catch_warnings: a warning shown once per process is shown again for each request, as in a fresh process.
+    with borrowed(request) as captured, warnings.catch_warnings():
         argv = [_LONE_SURROGATE.sub("\ufffd", arg) for arg in request.argv]
         try:
             command.main(args=argv, prog_name=request.prog_name, standalone_mode=True)
