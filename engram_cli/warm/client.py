@@ -6,8 +6,10 @@ that another user could have made) is None from :func:`ask`: the hook then runs 
 
 from __future__ import annotations
 
+# _socket, the C module under socket: the hook needs none of what the Python module adds (enums,
+# selectors), which costs it ~25 ms on every prompt.
+import _socket
 import os
-import socket
 import struct
 import sys
 
@@ -23,9 +25,9 @@ READ_TIMEOUT_S = 4.0
 _UCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 
-def peer_uid(sock: socket.socket) -> int:
+def peer_uid(sock: _socket.socket) -> int:
     """The user id of the process at the other end of a connected Unix socket (Linux's SO_PEERCRED)."""
-    _pid, uid, _gid = _UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))
+    _pid, uid, _gid = _UCRED.unpack(sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, _UCRED.size))
     return int(uid)
 
 
@@ -33,7 +35,7 @@ def ask(path: str, request: Request, *, read_timeout: float = READ_TIMEOUT_S) ->
     """The service's reply to ``request``, or None when it cannot give one (for whatever reason)."""
     if not locate.private_dir(os.path.dirname(path), create=False):
         return None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(CONNECT_TIMEOUT_S)
         sock.connect(path)
@@ -42,7 +44,7 @@ def ask(path: str, request: Request, *, read_timeout: float = READ_TIMEOUT_S) ->
             return None
         sock.settimeout(read_timeout)
         sock.sendall(encode_request(request))
-        sock.shutdown(socket.SHUT_WR)
+        sock.shutdown(_socket.SHUT_WR)
         return decode_reply(receive(sock))
     except (OSError, ProtocolError):
         return None

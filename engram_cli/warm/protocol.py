@@ -12,7 +12,7 @@ import struct
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import socket
+    import _socket
 
 MAGIC = b"ENGRAMW\x01"
 MAX_MESSAGE = 64 * 1024 * 1024
@@ -99,7 +99,7 @@ def unpack(body: bytes) -> list[bytes]:
     return items
 
 
-def _recv_exact(sock: socket.socket, size: int) -> bytes:
+def _recv_exact(sock: _socket.socket, size: int) -> bytes:
     chunks: list[bytes] = []
     left = size
     while left:
@@ -111,7 +111,7 @@ def _recv_exact(sock: socket.socket, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def receive(sock: socket.socket) -> list[bytes]:
+def receive(sock: _socket.socket) -> list[bytes]:
     """One message from ``sock`` (its timeout applies to each read), as its items."""
     head = _recv_exact(sock, len(MAGIC) + 4)
     if head[: len(MAGIC)] != MAGIC:
