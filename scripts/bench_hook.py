@@ -109,7 +109,7 @@ def _wait_for(condition: Any, seconds: float) -> bool:
     return False
 
 
-def measure(db: Path, namespace: str, questions: list[str], work: Path) -> dict[str, Any]:
+def measure(db: Path, namespace: str, questions: list[str], work: Path, paths: list[str]) -> dict[str, Any]:
     home, runtime, project, bin_dir = work / "home", work / "run", work / namespace, work / "bin"
     for directory in (home, runtime, project, bin_dir):
         directory.mkdir(mode=0o700)
@@ -138,18 +138,21 @@ def measure(db: Path, namespace: str, questions: list[str], work: Path) -> dict[
         times = [_timed(command, b"", env, project)[0] for _ in range(WARMUP + len(questions))][WARMUP:]
         out[f"floor_{name}"] = _stats(times)
 
-    # Cold: the warm path off, as for a person who set hooks.warm_idle_s = 0.
-    config.write_text("[hooks]\nwarm_idle_s = 0\n")
-    cold: list[float] = []
-    injected = 0
-    for i, question in enumerate(questions[:WARMUP] + questions):
-        elapsed, stdout = _timed(argv, payload(question), env, project)
-        if i >= WARMUP:
-            cold.append(elapsed)
-            injected += bool(stdout)
-    out["cold"] = {**_stats(cold), "prompts": len(cold), "prompts_with_memories": injected}
-    if _services(runtime):
-        raise SystemExit("a service started although hooks.warm_idle_s = 0")
+    if "cold" in paths:
+        # Cold: the warm path off, as for a person who set hooks.warm_idle_s = 0.
+        config.write_text("[hooks]\nwarm_idle_s = 0\n")
+        cold: list[float] = []
+        injected = 0
+        for i, question in enumerate(questions[:WARMUP] + questions):
+            elapsed, stdout = _timed(argv, payload(question), env, project)
+            if i >= WARMUP:
+                cold.append(elapsed)
+                injected += bool(stdout)
+        out["cold"] = {**_stats(cold), "prompts": len(cold), "prompts_with_memories": injected}
+        if _services(runtime):
+            raise SystemExit("a service started although hooks.warm_idle_s = 0")
+    if "warm" not in paths:
+        return out
 
     # Warm: the first prompt starts the service; once it listens, every prompt goes to it.
     config.write_text("[hooks]\nwarm_idle_s = 600\n")
@@ -183,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000])
     parser.add_argument("--prompts", type=int, default=40, help="timed prompts per size and path (after a warm-up)")
+    parser.add_argument("--paths", nargs="+", choices=["cold", "warm"], default=["cold", "warm"])
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
     # An installed engram has its bytecode compiled (pip does it); a checkout may not, and compiling on
@@ -199,14 +203,16 @@ def main(argv: list[str] | None = None) -> int:
             namespace, in_namespace = bench_mcp.largest_namespace(db)
             bench.log(f"{size:,} memories: the per-prompt hook in project {namespace} ({in_namespace:,}) + global")
             questions = bench_mcp.questions(db, namespace, args.prompts)
-            result = measure(db, namespace, questions, work)
+            result = measure(db, namespace, questions, work, args.paths)
             result["target_p50_ms"] = 150
-            result["warm_vs_floor"] = result["warm"]["p50_ms"] / result["floor_python_pass"]["p50_ms"]
+            floor = result["floor_python_pass"]["p50_ms"]
+            for path in args.paths:
+                result[f"{path}_vs_python"] = result[path]["p50_ms"] / floor
+                bench.log(
+                    f"  {path}: p50 {result[path]['p50_ms']:.0f} ms, p95 {result[path]['p95_ms']:.0f} ms "
+                    f"({result[path]['p50_ms'] / floor:.1f}x `python -c pass`, {floor:.0f} ms)"
+                )
             results[str(size)] = {"namespace": namespace, "in_namespace": in_namespace, **result}
-            bench.log(
-                f"  cold p50 {result['cold']['p50_ms']:.0f} ms, warm p50 {result['warm']['p50_ms']:.0f} ms "
-                f"(p95 {result['warm']['p95_ms']:.0f}), python floor {result['floor_python_pass']['p50_ms']:.0f} ms"
-            )
     text = json.dumps(results, indent=1)
     print(text)
     if args.json:
