@@ -263,12 +263,23 @@ def _service(db: Path, answer: Callable[[Request], Reply], idle: float = 60.0) -
     thread = threading.Thread(target=lambda: stopped.append(server.serve(path, str(db), answer, lambda: idle)))
     thread.start()
     try:
-        assert _wait(lambda: os.path.exists(path) or bool(stopped), 10)
+        assert _wait(lambda: _listening(path) or bool(stopped), 10)
         yield path, stopped
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)  # a removed socket file stops the service
         thread.join(10)
+
+
+def _listening(path: str) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
 
 
 @pytest.fixture
@@ -289,6 +300,23 @@ def test_a_request_round_trips_byte_for_byte(db_file: Path) -> None:
     (got,) = seen
     assert got.argv == request.argv and got.env == {"NO_COLOR": "1"} and got.stdin == request.stdin
     assert got.stderr_stream.errors == "backslashreplace"
+
+
+def test_a_request_its_hook_gave_up_on_is_not_run(db_file: Path) -> None:
+    """A hook that stopped waiting has run the command itself: running it again would count accesses twice."""
+    seen: list[Request] = []
+    with _service(db_file, _answering(seen)) as (path, _):
+        late = _request()
+        late.deadline = time.time() - 1
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(path)
+        conn.sendall(protocol.encode_request(late))
+        conn.shutdown(socket.SHUT_WR)
+        conn.settimeout(5)
+        assert conn.recv(1) == b""  # closed without a reply
+        conn.close()
+        assert client.ask(path, _request()) is not None
+    assert len(seen) == 1
 
 
 def test_no_service_and_a_dead_one_are_no_answer(db_file: Path) -> None:

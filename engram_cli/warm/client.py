@@ -12,6 +12,7 @@ import _socket
 import os
 import struct
 import sys
+import time
 
 from engram_cli.warm import locate
 from engram_cli.warm.protocol import ProtocolError, Reply, Request, decode_reply, encode_request, receive
@@ -43,6 +44,7 @@ def ask(path: str, request: Request, *, read_timeout: float = READ_TIMEOUT_S) ->
         if peer_uid(sock) != os.getuid():
             return None
         sock.settimeout(read_timeout)
+        request.deadline = time.time() + read_timeout
         sock.sendall(encode_request(request))
         sock.shutdown(_socket.SHUT_WR)
         return decode_reply(receive(sock))

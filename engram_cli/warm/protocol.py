@@ -39,11 +39,13 @@ class Request:
     (Plain classes, not dataclasses: the hook imports this module, and dataclasses costs it ~20 ms.)
     """
 
-    __slots__ = ("argv", "cwd", "env", "prog_name", "stderr_stream", "stdin", "stdin_stream", "stdout_stream")
+    __slots__ = (
+        "argv", "cwd", "deadline", "env", "prog_name", "stderr_stream", "stdin", "stdin_stream", "stdout_stream",
+    )  # fmt: skip
 
     def __init__(
         self, argv: list[str], prog_name: str, cwd: str, env: dict[str, str], stdin: bytes,
-        stdin_stream: Stream, stdout_stream: Stream, stderr_stream: Stream,
+        stdin_stream: Stream, stdout_stream: Stream, stderr_stream: Stream, deadline: float = 0.0,
     ) -> None:  # fmt: skip
         self.argv = argv
         self.prog_name = prog_name
@@ -53,6 +55,9 @@ class Request:
         self.stdin_stream = stdin_stream
         self.stdout_stream = stdout_stream
         self.stderr_stream = stderr_stream
+        # When the hook stops waiting (seconds since the epoch; 0: it waits): a request found in the
+        # queue after that is not run, since the hook has run the command itself by then.
+        self.deadline = deadline
 
 
 class Reply:
@@ -123,7 +128,7 @@ def receive(sock: _socket.socket) -> list[bytes]:
 
 
 def encode_request(request: Request) -> bytes:
-    items = [_text(request.prog_name), _text(request.cwd)]
+    items = [_text(request.prog_name), _text(request.cwd), repr(request.deadline).encode()]
     for stream in (request.stdin_stream, request.stdout_stream, request.stderr_stream):
         items += [_text(stream.encoding), _text(stream.errors)]
     items.append(str(len(request.argv)).encode())
@@ -144,8 +149,12 @@ def _count(item: bytes) -> int:
 def decode_request(items: list[bytes]) -> Request:
     try:
         prog_name, cwd = _str(items[0]), _str(items[1])
-        streams = [Stream(_str(items[i]), _str(items[i + 1])) for i in (2, 4, 6)]
-        at = 8
+        try:
+            deadline = float(items[2].decode("ascii"))
+        except (UnicodeDecodeError, ValueError):
+            raise ProtocolError("the deadline is not a number") from None
+        streams = [Stream(_str(items[i]), _str(items[i + 1])) for i in (3, 5, 7)]
+        at = 9
         argc = _count(items[at])
         argv = [_str(item) for item in items[at + 1 : at + 1 + argc]]
         at += 1 + argc
@@ -158,7 +167,7 @@ def decode_request(items: list[bytes]) -> Request:
     except IndexError:
         raise ProtocolError("the request is missing items") from None
     env = {_str(pairs[i]): _str(pairs[i + 1]) for i in range(0, len(pairs), 2)}
-    return Request(argv, prog_name, cwd, env, stdin, *streams)
+    return Request(argv, prog_name, cwd, env, stdin, streams[0], streams[1], streams[2], deadline)
 
 
 def encode_reply(reply: Reply) -> bytes:

@@ -153,7 +153,8 @@ def take_lock(path: str, lock_fd: int | None) -> int | None:
         # Taking again a lock this open file already holds succeeds; another holder's fails.
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        os.close(fd)
+        with contextlib.suppress(OSError):  # a --lock-fd that was never open
+            os.close(fd)
         return None
     os.set_inheritable(fd, False)
     return fd
@@ -248,6 +249,9 @@ def _handle(conn: socket.socket, answer: Callable[[Request], Reply]) -> None:
         request = decode_request(receive(conn))
     except (OSError, ProtocolError) as exc:
         log.info("dropped a request: %s", exc)
+        return
+    if request.deadline and time.time() > request.deadline:
+        log.info("dropped a request its hook no longer waits for")
         return
     try:
         reply = answer(request)
