@@ -179,6 +179,11 @@ class Hooks:
     prompt_time_limit_s: float = setting(
         5.0, "the per-prompt hook gives up (and injects nothing) after this long, so a prompt never waits on it"
     )
+    warm_idle_s: float = setting(
+        900.0,
+        "the per-prompt hook's warm service (`engram hooks serve`, started by the hook) stops after this many "
+        "seconds without a prompt; 0 turns the warm path off (every prompt starts engram afresh)",
+    )
 
 
 @dataclass(frozen=True)
