@@ -19,7 +19,7 @@ Each figure is timed in the same run as its floor, so that a busy or slow machin
 Sizes default to 10,000, 100,000 and 1,000,000 memories. The databases hold real synthetic texts written
 through the real write path, with vectors derived from real embeddings of 2,000 of them (as
 scripts/bench_lifecycle.py builds them): right for timing, never for judging recall quality. They are cached
-under $ENGRAM_BENCH_CACHE (default ~/.cache/engram-bench/), keyed by generator, schema and size. compact and
+under $ENGRAM_BENCH_CACHE (default ~/.cache/engram-bench/), keyed by generator, model and size. compact and
 audit run at 20,000 (for the growth exponent) and at each size up to 100,000 (--maintenance-max).
 
 Every process figure records its peak resident memory (from wait4), and the in-process part records this
@@ -62,7 +62,6 @@ import synthetic  # noqa: E402
 from engram_cli import Engram, __version__  # noqa: E402
 from engram_cli.embed import DEFAULT_MODEL_ID, load_embedder, load_manifest  # noqa: E402
 from engram_cli.lang import text as textmod  # noqa: E402
-from engram_cli.store.migrations import MIGRATIONS  # noqa: E402
 
 DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 QUICK_SIZES = (2_000, 10_000)
@@ -268,6 +267,11 @@ class _PrecomputedEngram(Engram):
     def _embedder(self, model_id: str) -> Any:
         return self.table_embedder
 
+    def _passage_embedder(self, model_id: str) -> tuple[Callable[[Sequence[str]], np.ndarray], int]:
+        # Writes embed through this one; without it a "write path alone" run embeds every text for real.
+        table = self.table_embedder
+        return (lambda texts: table.embed_batch(list(texts))), table.dim
+
 
 def cache_dir() -> Path:
     configured = os.environ.get("ENGRAM_BENCH_CACHE")
@@ -283,28 +287,89 @@ def _remove_db(path: Path) -> None:
         Path(str(path) + suffix).unlink(missing_ok=True)
 
 
+REPLICATE_ABOVE = 100_000  # larger databases repeat the 100k one's rows (see replicate)
+
+
 def database(n: int) -> Path:
     """The cached timing database of ``n`` memories, built when missing (derived vectors; see the docstring)."""
     import bench_lifecycle
 
-    schema = max(m.id for m in MIGRATIONS)
+    # Not keyed by schema version: opening a database migrates it, as it would a user's.
     weights = load_manifest(DEFAULT_MODEL_ID).files.get("model.onnx", "")[:8]
     directory = cache_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"timing-g{synthetic.GENERATOR_VERSION}-s{schema}-{weights}-n{n}.db"
+    path = directory / f"timing-g{synthetic.GENERATOR_VERSION}-{weights}-n{n}.db"
     meta = path.with_suffix(".json")
     if path.exists() and meta.exists():
         return path
     log(f"building {n:,} memories into {path} (cached for next time)")
     building = path.with_suffix(".building.db")
     began = time.perf_counter()
-    built = bench_lifecycle.build(n, building)
+    if n > REPLICATE_ABOVE:
+        built = replicate(database(REPLICATE_ABOVE), building, n)
+    else:
+        built = bench_lifecycle.build(n, building)
     built["build_seconds"] = time.perf_counter() - began
     _remove_db(path)
     os.replace(building, path)
     _remove_db(building)
     meta.write_text(json.dumps(built, indent=2))
     return path
+
+
+def replicate(source: Path, target: Path, n: int) -> dict[str, Any]:
+    """A database of ``n`` rows made from ``source``'s by repeating them with fresh ids and noisy vectors.
+
+    Writing a million memories through add_many takes about an hour here; repeating the 100k database's
+    rows through the store's own repositories (memory row, keyword row, vector) takes minutes. Each copy
+    gets a new id, a content hash made unique per copy and no key; its vector is the original plus
+    Gaussian noise (cosine about 0.95), renormalised. For timing only, like every database here.
+    """
+    import uuid
+
+    from engram_cli.memory.records import reindex
+
+    _remove_db(target)
+    shutil.copyfile(source, target)
+    rng = np.random.default_rng(SEED + n)
+    with Engram.open(target) as mem:
+        store = mem.store
+        model = mem.active_model
+        columns = [c for (c,) in store.rows("SELECT name FROM pragma_table_info('memories')") if c != "pk"]
+        rows = store.rows(f"SELECT pk, {', '.join(columns)} FROM memories ORDER BY pk")
+        have = len(rows)
+        vectors = store.vectors.get(model, [int(r[0]) for r in rows])
+        at = {c: i + 1 for i, c in enumerate(columns)}
+        insert = f"INSERT INTO memories ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+        copy = 0
+        while have < n:
+            copy += 1
+            with store.write():
+                for row in rows[: n - have]:
+                    values = list(row[1:])
+                    values[at["id"] - 1] = str(uuid.uuid4())
+                    values[at["content_hash"] - 1] = f"{row[at['content_hash']]}:{copy}"
+                    values[at["mkey"] - 1] = None
+                    values[at["superseded_by"] - 1] = None
+                    values[at["consolidated_into"] - 1] = None
+                    store.execute(insert, values)
+                    pk = int(store.scalar("SELECT last_insert_rowid()"))
+                    reindex(store, pk)
+                    base = vectors.get(int(row[0]))
+                    if base is not None:
+                        noise = rng.standard_normal(base.shape[0]).astype(np.float32) * (
+                            0.33 / math.sqrt(base.shape[0])
+                        )
+                        v = base + noise
+                        store.vectors.put(
+                            model, pk, v / np.linalg.norm(v), namespace=str(row[at["namespace"]]),
+                            status=str(row[at["status"]]), memory_type=str(row[at["memory_type"]]),
+                            agent=str(row[at["agent_id"]]),
+                        )  # fmt: skip
+                    have += 1
+            log(f"  replicated to {have:,}/{n:,}")
+        _checkpoint(mem)
+    return {"rows": have, "replicated_from": str(source)}
 
 
 def copy_db(source: Path, target: Path) -> Path:
@@ -520,7 +585,7 @@ def shown(row: Row, value: float | None) -> str:
     if value is None:
         return "-"
     if row.rate:
-        return f"{value:,.0f}/s"
+        return f"{value:,.0f}/s" if value >= 100 else f"{value:.1f}/s"
     if "memory" in row.figure:
         return f"{value:,.0f}"
     return ms(value)
