@@ -327,8 +327,6 @@ def replicate(source: Path, target: Path, n: int) -> dict[str, Any]:
     """
     import uuid
 
-    from engram_cli.memory.records import reindex
-
     _remove_db(target)
     shutil.copyfile(source, target)
     rng = np.random.default_rng(SEED + n)
@@ -341,6 +339,7 @@ def replicate(source: Path, target: Path, n: int) -> dict[str, Any]:
         vectors = store.vectors.get(model, [int(r[0]) for r in rows])
         at = {c: i + 1 for i, c in enumerate(columns)}
         insert = f"INSERT INTO memories ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+        terms: dict[int, str] = {}  # an original's keyword row, analysed once for all its copies
         copy = 0
         while have < n:
             copy += 1
@@ -354,7 +353,10 @@ def replicate(source: Path, target: Path, n: int) -> dict[str, Any]:
                     values[at["consolidated_into"] - 1] = None
                     store.execute(insert, values)
                     pk = int(store.scalar("SELECT last_insert_rowid()"))
-                    reindex(store, pk)
+                    original = int(row[0])
+                    if original not in terms:
+                        terms[original] = keyword_terms(store, original)
+                    store.keywords.put(pk, terms[original])
                     base = vectors.get(int(row[0]))
                     if base is not None:
                         noise = rng.standard_normal(base.shape[0]).astype(np.float32) * (
@@ -370,6 +372,16 @@ def replicate(source: Path, target: Path, n: int) -> dict[str, Any]:
             log(f"  replicated to {have:,}/{n:,}")
         _checkpoint(mem)
     return {"rows": have, "replicated_from": str(source)}
+
+
+def keyword_terms(store: Any, pk: int) -> str:
+    """The keyword row engram would write for memory ``pk`` (as engram_cli.memory.records.reindex makes it)."""
+    parts = store.memories.index_parts(pk)
+    if parts is None:
+        return ""
+    return textmod.index_text(
+        parts.key or "", parts.content, parts.summary or "", *parts.supplements, " ".join(parts.tags)
+    )
 
 
 def copy_db(source: Path, target: Path) -> Path:
