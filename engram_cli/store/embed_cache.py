@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -159,7 +160,9 @@ class VectorCache:
     def _open(self) -> apsw.Connection:
         if self._conn is not None:
             return self._conn
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Vectors say something about the texts they came from: private, like the database.
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))  # SQLite gives its -wal the same mode
         conn = apsw.Connection(str(self.path))
         try:
             conn.set_busy_timeout(BUSY_TIMEOUT_MS)
