@@ -261,6 +261,10 @@ class Loader:
         self._writer: remember.Writer | None = None
         # Vectors of the texts of the files being written, by text; emptied after each window.
         self._vectors: dict[str, np.ndarray] = {}
+        # Items the window's first staging prepared (checked, redacted), for their write; by id of the Item,
+        # which the window's plans hold until it is written.
+        self._prepared: dict[int, remember.NewMemory] = {}
+        self._staging_ahead = False
 
     # reading and extracting (no database writes)
 
@@ -451,7 +455,7 @@ class Loader:
                     except InvalidInput:
                         report.skipped["unreadable time"] += 1
                 try:
-                    staged.new.append((planned, self.port.prepare(fields), item, session))
+                    staged.new.append((planned, self._prepare(item, fields), item, session))
                 except InvalidInput as exc:
                     planned.action = "unchanged"
                     report.skipped["unusable memory"] += 1
@@ -463,6 +467,15 @@ class Loader:
         ]
         report.evidence += sum(len(t.new) for t in staged.talk)
         return staged
+
+    def _prepare(self, item: Item, fields: dict[str, Any]) -> remember.NewMemory:
+        """``port.prepare(fields)``, or what the window's first staging of this item prepared (not yet written)."""
+        prepared = self._prepared.pop(id(item), None)
+        if prepared is None:
+            prepared = self.port.prepare(fields)
+            if self._staging_ahead:
+                self._prepared[id(item)] = prepared
+        return prepared
 
     @staticmethod
     def _texts(writer: remember.Writer, staged: _Staged) -> list[str]:
@@ -483,6 +496,7 @@ class Loader:
         failure here is left for that write to meet and report as the file's own.
         """
         texts: list[str] = []
+        self._staging_ahead = True
         try:
             writer = self.writer()
             for plan in plans:
@@ -491,6 +505,8 @@ class Loader:
             self._embed(texts)
         except Exception:
             log.debug("embedding %d files' texts together failed; each file embeds its own", len(plans), exc_info=True)
+        finally:
+            self._staging_ahead = False
 
     def _link(
         self, talk: list[conversation.SessionTurns], plan: _FilePlan, source: str, made: list[tuple[str, Item, str]]
@@ -586,6 +602,7 @@ class Loader:
                 self._write_or_report(imp, plan, report)
         finally:
             self._vectors.clear()
+            self._prepared.clear()
 
     def _in_time(self, path: Path, report: SourceReport, step: Callable[[], _T]) -> _T | None:
         """``step`` (reading or extracting ``path``), given up (nothing written, the run ends) if it runs far
