@@ -296,3 +296,19 @@ def test_ingest_of_several_files_embeds_each_distinct_text_once(
         again = mem.ingest("claude-code", env={}, home=home)
         assert again.sources[0].count("created") == part.count("created")
     assert len(calls.batches) == 1
+
+
+def test_embed_cache_entries_zero_turns_the_cache_off(engram: Engram, engram_home: Path, calls: Calls) -> None:
+    s = engram.config.settings
+    engram.config = replace(engram.config, settings=replace(s, embed=replace(s.embed, cache_entries=0)))
+    engram.add_many([{"content": TEXTS[0]}])
+    engram.add_many([{"content": TEXTS[0]}], no_merge=True)
+    assert not cache_path(engram_home / "cache").exists()
+    assert engram.embedding_cache().max_entries == 0
+
+
+def test_embed_cache_entries_bounds_the_cache_engram_uses(engram: Engram, calls: Calls) -> None:
+    s = engram.config.settings
+    engram.config = replace(engram.config, settings=replace(s, embed=replace(s.embed, cache_entries=2)))
+    engram.add_many([{"content": t} for t in TEXTS], no_merge=True)
+    assert engram.embedding_cache().count() == 2
