@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import numpy as np
 
@@ -49,16 +49,27 @@ from engram_cli.store import connect
 from engram_cli.store.db import Store
 from engram_cli.timeutil import parse_time
 
+if TYPE_CHECKING:
+    from engram_cli.store.embed_cache import VectorCache
+
 ACTIVE_MODEL_KEY = "active_model"
 ADD_BATCH = 64
+# Items whose texts add_many embeds in one call: big enough that the model sees few calls, small
+# enough that a window's vectors (1.5 KB each at 384-d) and prepared items stay a few MB.
+EMBED_WINDOW = 1024
 DEFAULT_MERGE_THRESHOLD = 0.92
 
 
-def _passages(model_id: str) -> tuple[remember.EmbedFn, int]:
-    """A function embedding passages with a bundled model, and that model's dimension."""
-    from engram_cli.embed import load_embedder
+def _passages(model_id: str, cache: VectorCache | None = None) -> tuple[remember.EmbedFn, int]:
+    """A function embedding passages with a bundled model (through ``cache`` when given), and its dimension."""
+    from engram_cli.embed import Embedder, load_embedder
 
-    embedder = load_embedder(model_id)
+    embedder: Embedder = load_embedder(model_id)
+    if cache is not None and cache.usable:
+        from engram_cli.embed import load_manifest
+        from engram_cli.embed.cache import CachedEmbedder
+
+        embedder = CachedEmbedder(embedder, load_manifest(model_id), cache)
 
     def embed(texts: Sequence[str]) -> np.ndarray:
         return np.asarray(embedder.embed_batch(list(texts), kind="passage"), dtype=np.float32)
@@ -104,6 +115,7 @@ class Engram:
         self.store = store
         self.config = cfg
         self.scope = scope or _scope(cfg, None)
+        self._embed_cache: VectorCache | None = None
 
     @property
     def settings(self) -> configmod.Settings:
@@ -171,6 +183,8 @@ class Engram:
         return type(self)(self.store, self.config, scope)
 
     def close(self) -> None:
+        if self._embed_cache is not None:
+            self._embed_cache.close()
         self.store.close()
 
     def __enter__(self) -> Engram:
@@ -231,8 +245,17 @@ class Engram:
         )
 
     def _passage_embedder(self, model_id: str) -> tuple[remember.EmbedFn, int]:
-        """A function embedding passages with ``model_id``, and that model's dimension."""
-        return _passages(model_id)
+        """A function embedding passages with ``model_id`` through the embedding cache, and the model's dimension."""
+        return _passages(model_id, self.embedding_cache())
+
+    def embedding_cache(self) -> VectorCache:
+        """The cache of passage vectors in engram's cache directory (shared by every database; see ``embed.*``)."""
+        if self._embed_cache is None:
+            from engram_cli.embed.cache import VectorCache, cache_path
+
+            paths = self.config.paths or configmod.Paths.resolve()
+            self._embed_cache = VectorCache(cache_path(paths.cache_dir), self.settings.embed.cache_entries)
+        return self._embed_cache
 
     def _writing_model(self) -> tuple[str, remember.EmbedFn, int]:
         """The active model for new vectors; a new database records it as its own on first write."""
@@ -284,10 +307,12 @@ class Engram:
         batch_size: int = ADD_BATCH,
         keep_secrets: bool = False,
     ) -> list[AddResult]:
-        """Remember many texts: embedded in batches, one transaction per batch.
+        """Remember many texts: one transaction per batch of ``batch_size``.
 
         Every item of a batch is validated before the batch writes anything. Secrets are
-        redacted as in :meth:`add`.
+        redacted as in :meth:`add`. The texts of up to EMBED_WINDOW items are embedded together
+        (each distinct text once, sorted by length, through the embedding cache) before their
+        batches are written, so the model works on a few big calls.
         """
         if batch_size < 1:
             raise InvalidInput("batch_size must be at least 1")
@@ -295,18 +320,33 @@ class Engram:
         writer: remember.Writer | None = None
         results: list[AddResult] = []
         offset = 0
-        for batch in remember.chunked(items, batch_size):
-            prepared = []
-            for index, fields in enumerate(batch, start=offset):
+        # Whole batches per window, so that a bad item stops the writing where it always did.
+        window = batch_size * max(1, EMBED_WINDOW // batch_size)
+        for group in remember.chunked(items, window):
+            prepared: list[remember.NewMemory] = []
+            error: InvalidInput | None = None
+            for index, fields in enumerate(group, start=offset):
                 if not isinstance(fields, Mapping):
-                    raise InvalidInput(f"item {index}: expected an object with a 'content' field")
+                    error = InvalidInput(f"item {index}: expected an object with a 'content' field")
+                    break
                 try:
                     prepared.append(self._prepare(fields, keep_secrets=keep_secrets))
                 except InvalidInput as exc:
-                    raise InvalidInput(f"item {index}: {exc.message}", hint=exc.hint) from exc
-            offset += len(batch)
-            writer = writer or self._writer(no_merge)
-            results.extend(writer.write_batch(prepared))
+                    error = InvalidInput(f"item {index}: {exc.message}", hint=exc.hint)
+                    error.__cause__ = exc
+                    break
+            offset += len(group)
+            if error is not None:
+                del prepared[len(prepared) - len(prepared) % batch_size :]  # the bad item's batch writes nothing
+            if prepared:
+                writer = writer or self._writer(no_merge)
+                texts = writer.texts_to_embed(prepared)
+                vectors = dict(zip(texts, writer.embed(texts), strict=True)) if texts else {}
+                ready = remember.with_vectors(writer, vectors)
+                for batch in remember.chunked(prepared, batch_size):
+                    results.extend(ready.write_batch(batch))
+            if error is not None:
+                raise error
         return results
 
     def filters(

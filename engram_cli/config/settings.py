@@ -136,6 +136,16 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class Embed:
+    # About 1.6 KB per entry at 384 dimensions: the default bounds the file near 80 MB.
+    cache_entries: int = setting(
+        50000,
+        "vectors kept in the embedding cache (engram's cache directory), least recently used dropped first; "
+        "0 turns it off",
+    )
+
+
+@dataclass(frozen=True)
 class Store:
     busy_timeout_ms: int = setting(10000, "how long a writer waits for another")
 
@@ -205,6 +215,7 @@ class Settings:
     summarizer: Summarizer = field(default_factory=Summarizer)
     extract: Extract = field(default_factory=Extract)
     evidence: Evidence = field(default_factory=Evidence)
+    embed: Embed = field(default_factory=Embed)
     store: Store = field(default_factory=Store)
     audit: Audit = field(default_factory=Audit)
     redact: Redact = field(default_factory=Redact)

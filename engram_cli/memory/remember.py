@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -278,13 +278,15 @@ class Writer:
             return pk
         return None
 
+    def texts_to_embed(self, items: Sequence[NewMemory]) -> list[str]:
+        """The distinct passages ``items`` need vectors for: those not already stored as they are."""
+        need = [passage_text(i.content, i.metadata, i.key) for i in items if self._existing(i) is None]
+        return list(dict.fromkeys(need))
+
     def write_batch(self, items: Sequence[NewMemory]) -> list[AddResult]:
         """Embed what needs a vector (each distinct text once), then write all in one transaction."""
-        need: dict[str, int] = {}
-        for item in items:
-            if self._existing(item) is None:
-                need.setdefault(passage_text(item.content, item.metadata, item.key), len(need))
-        texts = list(need)
+        texts = self.texts_to_embed(items)
+        need = {text: row for row, text in enumerate(texts)}
         matrix = self.embed(texts) if texts else np.zeros((0, self.dim), dtype=np.float32)
         self.store.vectors.ensure(self.model_id, self.dim)
         for attempt in range(MAX_RETRIES):
@@ -526,6 +528,20 @@ class Writer:
             + ("; took the new wording" if take_new else ""),
             actor=item.source.kind,
         )  # fmt: skip
+
+
+def with_vectors(writer: Writer, vectors: Mapping[str, np.ndarray]) -> Writer:
+    """A copy of ``writer`` that takes the vectors of texts embedded beforehand, embedding the others in one call."""
+    embed = writer.embed
+
+    def cached(texts: Sequence[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in vectors]
+        fresh = dict(zip(missing, embed(missing), strict=True)) if missing else {}
+        if not texts:
+            return np.zeros((0, writer.dim), dtype=np.float32)
+        return np.stack([vectors[t] if t in vectors else fresh[t] for t in texts])
+
+    return replace(writer, embed=cached)
 
 
 def chunked(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
