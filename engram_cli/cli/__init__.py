@@ -13,6 +13,7 @@ its result there (`audit --strict` after its report): a script parses one docume
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import os
@@ -41,8 +42,13 @@ _FRAMEWORK_EXITS: tuple[type[Exception], ...] = (
     next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"),
 )
 
-# Python decodes argv with surrogateescape: a byte that is not UTF-8 arrives as a lone surrogate.
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+@functools.cache
+def _lone_surrogate() -> re.Pattern[str]:
+    """Python decodes argv with surrogateescape: a byte that is not UTF-8 arrives as a lone surrogate.
+    (Compiled on first use: the wide range takes milliseconds, which a command line of ASCII never needs.)"""
+    return re.compile("[\ud800-\udfff]")
+
 
 _WANTS_JSON = "engram.wants_json"  # in the context's meta: the command line asked for JSON output
 _FLAGS_GIVEN = "engram.flags_given"  # in the context's meta: the long options on the command line
@@ -348,7 +354,7 @@ def root(
 
 def clean_argv(args: list[str]) -> list[str]:
     """argv with every undecodable byte (a lone surrogate) replaced by U+FFFD, so no command chokes on it."""
-    return [_LONE_SURROGATE.sub("\ufffd", arg) for arg in args]
+    return [arg if arg.isascii() else _lone_surrogate().sub("\ufffd", arg) for arg in args]
 
 
 def main() -> None:
