@@ -11,7 +11,6 @@ through the same analysis, so both sides agree.
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 import string
 import unicodedata
@@ -20,16 +19,23 @@ from typing import Any
 # Han ideographs (with extension A and compatibility), kana, hangul.
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?|[A-Za-z0-9_]+", re.UNICODE)
+
+
 # Code identifiers: joined by _ - . / : (src/db.py, max_retry), camelCase, PascalCase. Every alternative
 # must cost time in proportion to what it reads, or one long run of letters becomes quadratic: a scan
 # that failed at the start of a run of letters fails at every later letter of that run too, so the
 # lookbehinds skip those restarts, and the possessive quantifiers never give back what they matched.
 # The matches are the ones the unguarded pattern finds (tests/test_text.py checks it against that pattern).
-_IDENT = re.compile(
-    r"(?<![A-Za-z0-9])[A-Za-z0-9]++(?:[_\-./:][A-Za-z0-9]++)+"
-    r"|(?<![a-z])[a-z]++[A-Z][A-Za-z0-9]*+"
-    r"|[A-Z][a-z0-9]++[A-Z][A-Za-z0-9]*+"
-)
+# Compiled on first use, like the classes below: it takes milliseconds.
+@functools.cache
+def _ident() -> re.Pattern[str]:
+    return re.compile(
+        r"(?<![A-Za-z0-9])[A-Za-z0-9]++(?:[_\-./:][A-Za-z0-9]++)+"
+        r"|(?<![a-z])[a-z]++[A-Z][A-Za-z0-9]*+"
+        r"|[A-Z][a-z0-9]++[A-Z][A-Za-z0-9]*+"
+    )
+
+
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _SPACE = re.compile(r"\s+")
 
@@ -103,6 +109,8 @@ def normalize(text: str) -> str:
 def content_hash(text: str) -> str:
     """Hash that identifies exact duplicates: case and whitespace differences do not count."""
     canonical = _SPACE.sub(" ", unicodedata.normalize("NFKC", text)).strip().casefold()
+    import hashlib  # its OpenSSL start-up is paid by the commands that hash text, not by every import
+
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -141,12 +149,12 @@ def analyze(text: str) -> list[str]:
 
 def _latin_terms(chunk: str) -> list[str]:
     out: list[str] = []
-    for ident in _IDENT.finditer(chunk):
+    for ident in _ident().finditer(chunk):
         token = ident.group()
         # The whole identifier (joined) and its words both become terms.
         out.append(re.sub(r"[_\-./:]+", "_", token).lower())
         out.extend(p.lower() for p in _identifier_parts(token))
-    rest = _IDENT.sub(" ", chunk)
+    rest = _ident().sub(" ", chunk)
     out.extend(w.lower() for w in _WORD.findall(rest))
     return out
 
