@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 import typer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer._coercion import build_runtime_param
 from typer.testing import CliRunner
 
@@ -23,6 +25,7 @@ from engram_cli import render
 from engram_cli.api import Engram
 from engram_cli.cli import COMMANDS, app, registrations
 from engram_cli.cli.coerce import PlainCoercion
+from engram_cli.render import console
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -211,3 +214,55 @@ def test_plain_coercion_gives_typers_value_or_typers_error_for_every_parameter()
                 )
                 checked += 1
     assert checked > 3000
+
+
+# -- tables into a pipe without rich ----------------------------------------------------------------
+
+_CELL = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=30)
+
+
+def _rich_table(headers: list[str], rows: list[list[str]]) -> str:
+    from io import StringIO
+
+    from rich.console import Console
+    from rich.table import Table
+
+    buffer = StringIO()
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for i, column in enumerate(headers):
+        table.add_column(column, no_wrap=i < len(headers) - 1)
+    for row in rows:
+        table.add_row(*row)
+    Console(file=buffer, soft_wrap=False, width=console.PIPE_WIDTH, highlight=False).print(table)
+    return buffer.getvalue()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    table=st.integers(1, 7).flatmap(
+        lambda n: st.tuples(
+            st.lists(_CELL, min_size=n, max_size=n), st.lists(st.lists(_CELL, min_size=n, max_size=n), max_size=5)
+        )
+    )
+)
+def test_a_plain_table_is_byte_for_byte_what_rich_prints_into_a_pipe(
+    table: tuple[list[str], list[list[str]]], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(name, raising=False)
+    headers, rows = table
+    capsys.readouterr()
+    if console.plain_table(headers, rows):
+        assert capsys.readouterr().out == _rich_table(headers, rows)
+    else:
+        assert capsys.readouterr().out == ""
+
+
+def test_a_table_rich_would_change_is_left_to_rich(capsys: pytest.CaptureFixture[str]) -> None:
+    for cell in ("[bold]x[/]", "a :smile: b", "tiles:a:b", "中文", "tab\there", "x" * 250):
+        assert not console.plain_table(["h"], [[cell]]), cell
+    assert console.plain_table(["h", "k"], [["user:tz = Europe/Berlin", "12:30 and 13:00"]])
+    assert (
+        capsys.readouterr().out
+        == "h                        k              \nuser:tz = Europe/Berlin  12:30 and 13:00\n"
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -99,6 +100,41 @@ def progress(label: str) -> Iterator[Callable[[int, int], None]]:
             bar.update(task, completed=done, total=total)
 
         yield advance
+
+
+# Environment variables with which rich writes styles or sizes its output even into a pipe.
+_RICH_ENVIRONMENT = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "JUPYTER_COLUMNS", "JUPYTER_LINES")
+PIPE_WIDTH = 200  # what console() gives rich when stdout is not a terminal
+
+
+def plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> bool:
+    """Print a table into a pipe byte for byte as rich's borderless table would (``Table(box=None,
+    pad_edge=False)``, columns left-aligned, two spaces apart, each as wide as its widest cell), without
+    importing rich: scripts and hooks read tables through pipes, and rich costs more to load than the
+    rest of `engram list`. Cells are rich markup, as the rich path takes them.
+
+    Only when that is certain: stdout is not a terminal, rich is not told to style pipes, every cell is
+    printable ASCII with no markup (``[``) or emoji code (``:name:``), and the table fits the width.
+    Returns False, having printed nothing, otherwise: the caller then prints it with rich.
+    """
+    if sys.stdout.isatty() or sys.platform == "win32" or any(os.environ.get(name) for name in _RICH_ENVIRONMENT):
+        return False
+    table = [list(headers), *(list(row) for row in rows)]
+    for row in table:
+        for cell in row:
+            if not (cell.isascii() and cell.isprintable()) or "[" in cell or _emoji_code(cell):
+                return False
+    widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
+    if 0 in widths or sum(widths) + 2 * (len(widths) - 1) > PIPE_WIDTH:
+        return False
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in table]
+    out("\n".join(lines))
+    return True
+
+
+def _emoji_code(cell: str) -> bool:
+    """Whether rich could read part of ``cell`` as an emoji code: two colons with no space between."""
+    return any(word.count(":") >= 2 for word in cell.split(" "))
 
 
 def escape(text: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from engram_cli.render.console import clip, console, escape, note, out, short, shown_text
+from engram_cli.render.console import clip, console, escape, note, out, plain_table, short, shown_text
 
 if TYPE_CHECKING:
     from engram_cli.api.results import Forgotten, History, Inspection, NamespaceListing, Page, Touched
@@ -73,16 +73,23 @@ def page(shown: Page) -> None:
     if not shown.memories:
         note("no memories")
         return
+    headers = ("id", "created", "type", "ns", "status", "imp", "content")
+    rows = [
+        (
+            short(m.id), m.created_at[:16].replace("T", " "), m.type, m.namespace, m.status,
+            f"{m.importance:.2f}", clip(shown_text(m), 90),
+        )
+        for m in shown.memories
+    ]  # fmt: skip
+    if plain_table(headers, rows):
+        return
     from rich.table import Table
 
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in ("id", "created", "type", "ns", "status", "imp", "content"):
+    for column in headers:
         table.add_column(column, no_wrap=column != "content")
-    for m in shown.memories:
-        table.add_row(
-            short(m.id), m.created_at[:16].replace("T", " "), m.type, m.namespace, m.status,
-            f"{m.importance:.2f}", clip(shown_text(m), 90),
-        )  # fmt: skip
+    for row in rows:
+        table.add_row(*row)
     console().print(table)
 
 
