@@ -65,7 +65,8 @@ def _run(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], set[s
         "main()\n"
     )
     report = cwd / "modules.json"
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")}
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")
     done = subprocess.run(
         [sys.executable, "-c", probe, str(report), *args],
         capture_output=True, text=True, env=env, cwd=cwd, timeout=300, check=False,
@@ -92,7 +93,8 @@ def test_list_inspect_and_get_load_no_model_no_numpy_and_no_engine_they_do_not_c
     for args in (["list"], ["inspect", stored[:8]], ["get", "user:tz"], ["list", "--json", "-l", "5", "--tag", "ops"]):
         done, modules = _run(*args, cwd=tmp_path)
         assert done.stdout, args
-        assert _loaded(modules, HEAVY + ENGINE) == [], args
+        # Into a pipe, their tables and text need no rich either (render.console prints the same bytes).
+        assert _loaded(modules, (*HEAVY, *ENGINE, "rich")) == [], args
     assert done.stdout.startswith("[")  # the last one: JSON, still without numpy
 
 
@@ -259,10 +261,42 @@ def test_a_plain_table_is_byte_for_byte_what_rich_prints_into_a_pipe(
 
 
 def test_a_table_rich_would_change_is_left_to_rich(capsys: pytest.CaptureFixture[str]) -> None:
-    for cell in ("[bold]x[/]", "a :smile: b", "tiles:a:b", "中文", "tab\there", "x" * 250):
+    for cell in ("[bold]x[/]", "a :smile: b", "tiles:a:b", "a :100: b", "中文", "tab\there", "x" * 250):
         assert not console.plain_table(["h"], [[cell]]), cell
-    assert console.plain_table(["h", "k"], [["user:tz = Europe/Berlin", "12:30 and 13:00"]])
-    assert (
-        capsys.readouterr().out
-        == "h                        k              \nuser:tz = Europe/Berlin  12:30 and 13:00\n"
-    )
+    assert console.plain_table(["h", "k"], [["user:tz = Europe/Berlin", "at 12:30:00"]])
+    assert capsys.readouterr().out == "h                        k          \nuser:tz = Europe/Berlin  at 12:30:00\n"
+
+
+_WORDS = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E) | st.just("—"), max_size=120)
+_STYLED = st.tuples(st.sampled_from(["bold", "dim"]), _WORDS).map(lambda p: f"[{p[0]}]{console.escape(p[1])}[/]")
+_MARKUP_LINE = st.lists(st.one_of(_WORDS.map(console.escape), _STYLED, st.sampled_from(["\n", "  "])), max_size=6).map(
+    "".join
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(_MARKUP_LINE, max_size=6))
+def test_plain_lines_are_byte_for_byte_what_rich_prints_into_a_pipe(
+    lines: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(name, raising=False)
+    capsys.readouterr()
+    printed = console.plain_lines(lines)
+    got = capsys.readouterr().out
+    buffer = StringIO()
+    rich_console = Console(file=buffer, soft_wrap=False, width=console.PIPE_WIDTH, highlight=False)
+    for line in lines:
+        rich_console.print(line)
+    assert got == (buffer.getvalue() if printed else "")
+
+
+@given(text=st.text(alphabet=st.sampled_from("ab[]\\/#@: "), max_size=12))
+def test_escape_is_riches_escape(text: str) -> None:
+    from rich.markup import escape as rich_escape
+
+    assert console.escape(text) == rich_escape(text)
