@@ -300,3 +300,24 @@ def test_escape_is_riches_escape(text: str) -> None:
     from rich.markup import escape as rich_escape
 
     assert console.escape(text) == rich_escape(text)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    text=st.lists(_WORDS | st.sampled_from(["\n", "[bold]x[/]", ":smile:", "12:30:00", "…"]), max_size=5).map("".join)
+)
+def test_a_plain_note_is_what_rich_writes_into_a_piped_stderr(
+    text: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(name, raising=False)
+    capsys.readouterr()
+    written = console.plain_note(text)
+    got = capsys.readouterr().err
+    buffer = StringIO()
+    Console(file=buffer, soft_wrap=False, width=console.PIPE_WIDTH, highlight=False).print(text, markup=False)
+    assert got == (buffer.getvalue() if written else "")

@@ -48,7 +48,20 @@ def out(text: str = "") -> None:
 
 def note(text: str) -> None:
     """A remark for the person at the terminal; on stderr so stdout stays parseable."""
+    if plain_note(text):
+        return
     console(stderr=True).print(text, markup=False)
+
+
+def plain_note(text: str) -> bool:
+    """Write a note into a piped stderr as rich would, without importing rich (see :func:`plain_lines`)."""
+    if sys.stderr.isatty() or _rich_styles_a_pipe():
+        return False
+    if not all(_plain(line) and len(line) <= PIPE_WIDTH for line in text.split("\n")):
+        return False
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+    return True
 
 
 def warning(text: str) -> None:
