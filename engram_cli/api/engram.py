@@ -10,30 +10,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-import numpy as np
-
 from engram_cli import config as configmod
 from engram_cli import timeutil
 from engram_cli.api import scope as scopemod
 from engram_cli.api.results import Inspection, NamespaceListing, Page
-from engram_cli.doctor import ModelListing
 from engram_cli.errors import EngramError, InvalidInput, ModelError, UsageError
-from engram_cli.ingest.port import IngestPort
-from engram_cli.ingest.report import IngestReport
-from engram_cli.memory import audit as auditmod
-from engram_cli.memory import cards as cardsmod
-from engram_cli.memory import compact as compactmod
-from engram_cli.memory import decay as decaymod
-from engram_cli.memory import edit as editmod
-from engram_cli.memory import evaluation as evalmod
-from engram_cli.memory import evidence as evidencemod
-from engram_cli.memory import keys as keysmod
-from engram_cli.memory import manage, remember, transfer
-from engram_cli.memory import namespaces as nsmod
-from engram_cli.memory import recall as recallmod
-from engram_cli.memory import recover as recovermod
-from engram_cli.memory import reembed as reembedmod
-from engram_cli.memory import repair as repairmod
 from engram_cli.memory.model import (
     AddResult,
     Event,
@@ -42,14 +23,30 @@ from engram_cli.memory.model import (
     normalize_name,
     normalize_namespace,
 )
-from engram_cli.memory.recall import Hit, Hits, RecallSettings, recall
-from engram_cli.memory.similarity import SUPERSEDE_MARGIN
 from engram_cli.project import GLOBAL_NAMESPACE, Scope
-from engram_cli.store import connect
-from engram_cli.store.db import Store
 from engram_cli.timeutil import parse_time
 
+# The engine's modules (and numpy) are imported by the methods that use them: a command pays for
+# what it does, so `engram list` never loads what `engram compact` needs.
 if TYPE_CHECKING:
+    import numpy as np
+
+    from engram_cli.doctor import ModelListing
+    from engram_cli.ingest.port import IngestPort
+    from engram_cli.ingest.report import IngestReport
+    from engram_cli.memory import audit as auditmod
+    from engram_cli.memory import cards as cardsmod
+    from engram_cli.memory import compact as compactmod
+    from engram_cli.memory import decay as decaymod
+    from engram_cli.memory import edit as editmod
+    from engram_cli.memory import evaluation as evalmod
+    from engram_cli.memory import evidence as evidencemod
+    from engram_cli.memory import keys as keysmod
+    from engram_cli.memory import manage, remember, transfer
+    from engram_cli.memory import recover as recovermod
+    from engram_cli.memory import reembed as reembedmod
+    from engram_cli.memory.recall import Hit, Hits, RecallSettings
+    from engram_cli.store.db import Store
     from engram_cli.store.embed_cache import VectorCache
 
 ACTIVE_MODEL_KEY = "active_model"
@@ -62,6 +59,8 @@ DEFAULT_MERGE_THRESHOLD = 0.92
 
 def _passages(model_id: str, cache: VectorCache | None = None) -> tuple[remember.EmbedFn, int]:
     """A function embedding passages with a bundled model (through ``cache`` when given), and its dimension."""
+    import numpy as np
+
     from engram_cli.embed import Embedder, load_embedder
 
     embedder: Embedder = load_embedder(model_id)
@@ -139,6 +138,8 @@ class Engram:
         that project and the global scope; outside one, the global scope only. A configured
         ``namespace`` (config.toml, ENGRAM_NAMESPACE) names the project instead.
         """
+        from engram_cli.store import connect
+
         paths = paths or configmod.Paths.resolve(path)
         cfg = config or configmod.load(paths)
         scope = _scope(cfg, None if cwd is None else Path(cwd))
@@ -165,6 +166,8 @@ class Engram:
         The damaged file is only read, so this works when ``Engram.open`` cannot. Vectors that no
         longer read are made again from their memory's text; the keyword index is rebuilt.
         """
+        from engram_cli.memory import recover as recovermod
+
         paths = paths or configmod.Paths.resolve(path)
         cfg = config or configmod.load(paths)
         return recovermod.run(
@@ -222,6 +225,8 @@ class Engram:
         The config overrides; otherwise the model's calibrated value, or 0.92 for a model
         without one (or one engram does not ship).
         """
+        from engram_cli.memory.similarity import SUPERSEDE_MARGIN
+
         threshold = self.settings.merge.threshold
         if threshold is None:
             from engram_cli.embed import load_manifest
@@ -236,6 +241,8 @@ class Engram:
         return merge_at, supersede_at if supersede_at is not None else merge_at - SUPERSEDE_MARGIN
 
     def merge_policy(self, no_merge: bool = False) -> remember.MergePolicy:
+        from engram_cli.memory import remember
+
         merge_at, supersede_at = self.thresholds()
         return remember.MergePolicy(
             enabled=self.settings.merge.enabled and not no_merge,
@@ -266,6 +273,8 @@ class Engram:
         return model_id, embed, dim
 
     def _writer(self, no_merge: bool) -> remember.Writer:
+        from engram_cli.memory import remember
+
         model_id, embed, dim = self._writing_model()
         return remember.Writer(self.store, model_id, dim, embed, self.merge_policy(no_merge))
 
@@ -276,6 +285,8 @@ class Engram:
     ) -> remember.NewMemory:
         """``fields`` checked and completed; without a namespace of their own they go to ``namespace``
         (default: the :attr:`scope`'s)."""
+        from engram_cli.memory import remember
+
         return remember.prepare(
             fields, namespace=namespace or self.scope.default, agent=self.settings.agent,
             keep_secrets=keep_secrets, contact=self.settings.redact.contact_details,
@@ -314,6 +325,8 @@ class Engram:
         (each distinct text once, sorted by length, through the embedding cache) before their
         batches are written, so the model works on a few big calls.
         """
+        from engram_cli.memory import remember
+
         if batch_size < 1:
             raise InvalidInput("batch_size must be at least 1")
         self.store.require_writable()
@@ -375,6 +388,8 @@ class Engram:
         closest ones), every one with ``all_namespaces``, the global scope with ``global_scope``, else
         the :attr:`scope`: its project alone, or with ``with_global`` the project and the global scope.
         """
+        from engram_cli.memory import namespaces as nsmod
+
         _exclusive(namespace=namespace is not None, global_scope=global_scope, all_namespaces=all_namespaces)
         if all_namespaces:
             namespaces = None
@@ -406,6 +421,8 @@ class Engram:
 
     def recall_settings(self) -> RecallSettings:
         """How recall ranks, from the settings (the only place its numbers come from)."""
+        from engram_cli.memory.recall import RecallSettings
+
         cfg = self.settings.recall
         return RecallSettings(
             candidates=cfg.candidates,
@@ -458,6 +475,11 @@ class Engram:
         left; ``evidence=True`` adds up to ``k`` of them whatever the memories found; ``evidence=False``
         leaves them out.
         """
+        import numpy as np
+
+        from engram_cli.memory import evidence as evidencemod
+        from engram_cli.memory.recall import recall
+
         if no_global:
             self._check_no_global(filters, namespace, criteria)
         flt = self._filtered(filters, namespace, criteria, with_global=not no_global)
@@ -522,6 +544,8 @@ class Engram:
 
     def _bump(self, hits: builtins.list[Hit], bump: bool) -> None:
         """Count the memory hits finally returned as accessed (not on a read-only database)."""
+        from engram_cli.memory import recall as recallmod
+
         if bump and hits and not self.read_only:
             recallmod.count_access(self.store, hits)
 
@@ -532,6 +556,8 @@ class Engram:
         happened), over the project and the global scope together (the global scope holds at most half
         the places while the project can fill them); near-copies appear once. Reading is not an access.
         """
+        from engram_cli.memory import cards as cardsmod
+
         entries = cardsmod.session_card(
             self.store, self.scope.namespaces, k=k,
             moment=parse_time(now, param="now") if now else timeutil.now(),
@@ -563,17 +589,25 @@ class Engram:
 
     def namespaces(self) -> NamespaceListing:
         """Every namespace that holds memories, counted by status, and which of them are this scope's."""
+        from engram_cli.memory import namespaces as nsmod
+
         return NamespaceListing(nsmod.namespace_counts(self.store, self.scope), scope=self.scope)
 
     def get(self, ref: str) -> Memory:
         """One memory by id or unique id prefix, with tags and sources."""
+        from engram_cli.memory import manage
+
         return manage.get(self.store, ref)
 
     def history(self, ref: str) -> tuple[Memory, list[Event]]:
+        from engram_cli.memory import manage
+
         return manage.history(self.store, ref)
 
     def events(self, *, limit: int = 50, kinds: Sequence[str] | None = None) -> builtins.list[Event]:
         """The latest events across the database, newest first."""
+        from engram_cli.memory import manage
+
         return manage.recent_events(self.store, limit=limit, kinds=list(kinds or []))
 
     def export(
@@ -590,6 +624,8 @@ class Engram:
 
         Without a namespace, the :attr:`scope`'s project (or the global scope outside one).
         """
+        from engram_cli.memory import transfer
+
         if filters is None:
             criteria.setdefault("status", ["active", "superseded", "archived"])
         flt = self._filtered(filters, namespace, criteria)
@@ -598,6 +634,7 @@ class Engram:
     def import_lines(self, lines: Iterable[str], *, atomic: bool = False) -> transfer.ImportReport:
         """Import export records (JSONL lines; ids, timestamps and history are kept) or minimal records."""
         from engram_cli.embed import available_models
+        from engram_cli.memory import transfer
 
         self.store.require_writable()
         model_id, embed, dim = self._writing_model()
@@ -613,6 +650,7 @@ class Engram:
     ) -> reembedmod.ReembedReport:
         """Re-embed memories with another bundled model (resumable); it becomes active when all rows are done."""
         from engram_cli.embed import load_manifest
+        from engram_cli.memory import reembed as reembedmod
 
         load_manifest(model_id)  # unknown ids fail here, with the list of bundled models
         self.store.require_writable()
@@ -629,6 +667,8 @@ class Engram:
         **criteria: Unpack[Criteria],
     ) -> builtins.list[Memory]:
         """Memories, newest first (by when they happened); without a namespace, the :attr:`scope`'s project."""
+        from engram_cli.memory import manage
+
         flt = self._filtered(filters, namespace, criteria)
         return manage.list_memories(self.store, flt, limit=limit, offset=offset)
 
@@ -640,6 +680,8 @@ class Engram:
         **criteria: Unpack[Criteria],
     ) -> int:
         """How many memories pass the filters that ``list`` takes (all of them, not one page)."""
+        from engram_cli.memory import manage
+
         return manage.count(self.store, self._filtered(filters, namespace, criteria))
 
     def page(self, filters: Filters, *, limit: int = 20, offset: int = 0) -> Page:
@@ -651,6 +693,9 @@ class Engram:
 
     def inspect(self, ref: str) -> Inspection:
         """One memory with its history and the parts of its score that do not depend on a query."""
+        from engram_cli.memory import evidence as evidencemod
+        from engram_cli.memory import manage
+
         memory, events = self.history(ref)
         return Inspection(memory, events, manage.score_factors(memory), evidencemod.of_memory(self.store, memory.pk))
 
@@ -664,6 +709,9 @@ class Engram:
         self, *, now: str | None = None, namespace: str | Sequence[str] | None = None, dry_run: bool = False
     ) -> decaymod.DecayReport:
         """Recompute decay scores (all namespaces unless given) and archive what has faded."""
+        from engram_cli.memory import decay as decaymod
+        from engram_cli.memory import evidence as evidencemod
+
         if not dry_run:
             self.store.require_writable()
         half_lives = self.settings.decay.half_life_days.by_type()
@@ -678,6 +726,7 @@ class Engram:
     def _cluster_thresholds(self, model_id: str) -> compactmod.Thresholds | None:
         """The configured cluster threshold (one for all scripts), else the model's calibrated ones."""
         from engram_cli.embed import load_manifest
+        from engram_cli.memory import compact as compactmod
 
         configured = self.settings.compact.cluster_threshold
         if configured is not None and model_id == self.active_model:
@@ -700,6 +749,8 @@ class Engram:
         progress: Any = None,
     ) -> compactmod.CompactReport:
         """Consolidate episodes into semantic memories, fold near duplicates, enforce the cap (see memory/compact)."""
+        from engram_cli.memory import compact as compactmod
+        from engram_cli.memory import evidence as evidencemod
         from engram_cli.store.lock import exclusive
 
         if not dry_run:
@@ -757,6 +808,9 @@ class Engram:
         On a damaged file the report's integrity check says so, ``report.damage`` holds the error,
         and nothing is repaired.
         """
+        from engram_cli.memory import audit as auditmod
+        from engram_cli.memory import repair as repairmod
+
         if fix:
             self.store.require_writable()
         cfg = self.settings
@@ -832,6 +886,8 @@ class Engram:
 
     def ingest_port(self) -> IngestPort:
         """What the ingest loader may use of this store: its writer, its checks and the ingest settings."""
+        from engram_cli.ingest.port import IngestPort
+
         # A session whose project is unknown belongs to no project: the configured namespace, else global
         # (not the project engram happens to run in: ingest runs from cron and hooks).
         namespace = scopemod.configured(self.config) or GLOBAL_NAMESPACE
@@ -849,6 +905,8 @@ class Engram:
 
     def evidence_bounds(self) -> evidencemod.Bounds:
         """How much evidence is kept, from the ``evidence.*`` settings."""
+        from engram_cli.memory import evidence as evidencemod
+
         cfg = self.settings.evidence
         return evidencemod.Bounds(max_per_namespace=cfg.max_per_namespace, max_age_days=cfg.max_age_days)
 
@@ -861,6 +919,8 @@ class Engram:
         Merging and supersession are off while loading, so every record stays the memory its
         queries point at.
         """
+        from engram_cli.memory import evaluation as evalmod
+
         paths = paths or configmod.Paths.resolve()
         cfg = configmod.load(paths)
         loading = replace(cfg, settings=replace(cfg.settings, supersede=replace(cfg.settings.supersede, enabled=False)))
@@ -881,6 +941,8 @@ class Engram:
         """Score recall on labelled queries (``mode``: hybrid = engram's recall, bm25 or dense alone).
 
         The baselines are the bare retrievers: no weighing, no relevance floor."""
+        from engram_cli.memory import evaluation as evalmod
+
         base = self.recall_settings()
         bare = replace(base, weigh=False, diversity=None, min_relevance=0.0)
         modes = {
@@ -906,6 +968,8 @@ class Engram:
 
     def touch(self, ref: str | Sequence[str]) -> builtins.list[Memory]:
         """Remember again: access +1, decay back to 1.0, archived memories restored."""
+        from engram_cli.memory import decay as decaymod
+
         self.store.require_writable()
         return decaymod.touch(self.store, [ref] if isinstance(ref, str) else list(ref))
 
@@ -929,6 +993,10 @@ class Engram:
         the namespace already says word for word is refused (an edit never merges). Secrets in the new text
         and tags are redacted unless ``keep_secrets``.
         """
+        import numpy as np
+
+        from engram_cli.memory import edit as editmod
+
         self.store.require_writable()
         change = editmod.prepare(
             text=text, importance=importance, type=type, tag=tags, untag=untag, namespace=namespace,
@@ -976,6 +1044,8 @@ class Engram:
     ) -> keysmod.KeyValue:
         """The value of ``key``: in ``namespace`` if given, else the project's, else the global one (NotFound if
         none). An exact lookup: no model is loaded. ``touch`` counts it as an access."""
+        from engram_cli.memory import keys as keysmod
+
         scope = self.key_scope(cwd)
         return keysmod.get(
             self.store, key, scopemod.namespaces_for(scope, namespace), scope.of, touch=touch and not self.read_only
@@ -985,6 +1055,8 @@ class Engram:
         self, key: str, *, namespace: str | None = None, cwd: str | os.PathLike[str] | None = None
     ) -> keysmod.KeyUnset:
         """Archive the memory :meth:`lookup` would return for ``key`` (its history stays; `set` brings it back)."""
+        from engram_cli.memory import keys as keysmod
+
         self.store.require_writable()
         scope = self.key_scope(cwd)
         return keysmod.unset(self.store, key, scopemod.namespaces_for(scope, namespace), scope.of)
@@ -998,6 +1070,8 @@ class Engram:
         cwd: str | os.PathLike[str] | None = None,
     ) -> keysmod.KeyListing:
         """The active keys starting with ``prefix``: of the project and global (default), one namespace, or all."""
+        from engram_cli.memory import keys as keysmod
+
         scope = self.key_scope(cwd)
         namespaces = None if all_namespaces else scopemod.namespaces_for(scope, namespace)
         return keysmod.listing(self.store, prefix, namespaces, scope.of)
@@ -1017,6 +1091,8 @@ class Engram:
         ``namespace`` (the global scope with ``global_scope``, anywhere with ``all_namespaces``):
         an id typed in the wrong project is refused, and nothing changes.
         """
+        from engram_cli.memory import manage
+
         self.store.require_writable()
         refs = [ref] if isinstance(ref, str) else list(ref)
         within = self.filters(

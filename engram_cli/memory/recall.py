@@ -17,7 +17,7 @@ from engram_cli.lang import text as textmod
 from engram_cli.lang import timeexpr
 from engram_cli.memory import crosslingual
 from engram_cli.memory import relevance as relevancemod
-from engram_cli.memory.model import Filters, Memory
+from engram_cli.memory.model import IMPORTANCE_BASE, Filters, Memory
 from engram_cli.serialize import to_json
 from engram_cli.store.db import Store
 from engram_cli.store.vectors import MAX_KNN
@@ -31,7 +31,6 @@ log = logging.getLogger(__name__)
 # Rows scored exactly when KNN with over-sampling cannot fill the candidate list
 # because the filters are narrower than what the vector index can filter itself.
 EXACT_SCAN_LIMIT = 5000
-IMPORTANCE_BASE = 0.6
 # Share of their words two hits must have in common to count as copies of each other.
 COPY_OVERLAP = 0.6
 
