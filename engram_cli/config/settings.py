@@ -149,7 +149,7 @@ class Store:
         "those exactly (recall@10 ≥ 0.98); 0 = always exact",
     )
     vector_rerank: int = setting(
-        300, "candidates the approximate KNN scores exactly (at least 20 per neighbour asked for)"
+        1000, "candidates the approximate KNN scores exactly (at least 20 per neighbour asked for)"
     )
 
 

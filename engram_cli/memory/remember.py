@@ -290,6 +290,8 @@ class Writer:
         texts = list(need)
         matrix = self.embed(texts) if texts else np.zeros((0, self.dim), dtype=np.float32)
         self.store.vectors.ensure(self.model_id, self.dim)
+        if self.policy.enabled or self.policy.supersede:
+            self.store.vectors.warm(self.model_id)
         for attempt in range(MAX_RETRIES):
             try:
                 with self.store.write():

@@ -87,6 +87,13 @@ class Vectors:
             self._indexes[model_id] = VectorIndex(self.store, model_id, known[0], known[1], options)
         return self._indexes[model_id]
 
+    def warm(self, model_id: str) -> None:
+        """Bring a model's index up to date now, outside any write transaction: only there can it write its
+        file, so a writer that would build it inside its transaction builds (and keeps) it here first."""
+        index = self.index(model_id)
+        if index is not None:
+            index.refresh()
+
     def _changed(self, model_id: str, pk: int) -> None:
         """Log a change to a memory's vector row, for the vector index; now and then trim the log."""
         from engram_cli.store.vector_index import LOG_KEEP, LOG_TABLE, LOG_TRIM_EVERY
