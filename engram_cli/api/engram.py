@@ -143,10 +143,15 @@ class Engram:
         paths = paths or configmod.Paths.resolve(path)
         cfg = config or configmod.load(paths)
         scope = _scope(cfg, None if cwd is None else Path(cwd))
+        from engram_cli.store.knn import IndexOptions
+
+        settings = cfg.settings.store
+        index = IndexOptions(
+            cache_dir=paths.cache_dir / "vectors", approx_min_rows=settings.vector_approx_rows,
+            rerank=settings.vector_rerank, enabled=settings.vector_index,
+        )  # fmt: skip
         store = connect(
-            paths.db,
-            create_dirs=paths.db_is_default,
-            busy_timeout_ms=cfg.settings.store.busy_timeout_ms,
+            paths.db, create_dirs=paths.db_is_default, busy_timeout_ms=settings.busy_timeout_ms, index=index
         )
         return cls(store, cfg, scope)
 

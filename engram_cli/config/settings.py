@@ -148,6 +148,19 @@ class Embed:
 @dataclass(frozen=True)
 class Store:
     busy_timeout_ms: int = setting(10000, "how long a writer waits for another")
+    vector_index: bool = setting(
+        True,
+        "KNN searches the vector index (a copy of the vectors under the cache directory, rebuilt from the database "
+        "when needed); false = sqlite-vec's own, slower KNN",
+    )
+    vector_approx_rows: int = setting(
+        200000,
+        "above this many rows to search, KNN picks candidates by the sign bits of the vectors and scores only "
+        "those exactly (recall@10 ≥ 0.98); 0 = always exact",
+    )
+    vector_rerank: int = setting(
+        1000, "candidates the approximate KNN scores exactly (at least 20 per neighbour asked for)"
+    )
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,8 @@ NOT_SCANNED: dict[str, dict[str, str]] = {
         "model_id": _MODEL, "vec_table": "derived from model_id (store.vectors.table_name)", "created_at": _TIME,
     },
     "schema_migrations": {"name": "the name of a migration engram ships", "applied_at": _TIME},
+    "vector_changes": {"model_id": _MODEL},
+    "vector_epoch": {"epoch": "random hex engram makes (names the database for the vector index)"},
     "evidence": {
         "namespace": _SCOPE, "source": _IMPORTER, "kind": "one of four kinds of turn (CHECK constraint)",
         "content_hash": _HASH, "embedding_model": _MODEL, "occurred_at": _TIME, "learned_at": _TIME,
