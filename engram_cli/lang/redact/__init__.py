@@ -178,11 +178,60 @@ def _replace(text: str, findings: list[Finding]) -> tuple[str, list[tuple[int, i
     return "".join(parts), segments
 
 
+# -- the screen: most text cannot hold a secret, and one scan shows it -----------------------
+
+# What every match of a pattern contains, by kind: its published prefix or its label (case is
+# ignored, which only lets more text through). A new pattern needs its entry here or in _BY_DIGITS
+# (tests/test_redact.py fails otherwise).
+_TRIGGERS: dict[str, str] = {
+    "private-key": r"-----BEGIN",
+    "jwt": r"eyJ",
+    "anthropic-key": r"sk-",
+    "openai-key": r"sk-",
+    "github-token": r"gh[pousr]_|github_pat_",
+    "gitlab-token": r"glpat-",
+    "slack-token": r"xox[baprs]-",
+    "google-api-key": r"AIza",
+    "aws-access-key-id": r"AKIA|ASIA",
+    "stripe-key": r"[sr]k_(?:live|test)_",
+    "npm-token": r"npm_",
+    "huggingface-token": r"hf_",
+    "azure-key": r"accountkey|sharedaccesskey",
+    "azure-sas": r"sharedaccesssignature|sig=",
+    "aws-secret-key": r"secret",
+    "bearer-token": r"bearer",
+    "url-password": r"://",
+    "cli-password": r"mysql|mariadb|sshpass|pass",
+    "basic-auth": r"curl|wget|http|xh",
+    "cn-secret": r"密码|密碼|口令|密钥|密鑰|秘钥|秘鑰|金鑰|私钥|私鑰|令牌|權杖|授权码|授權碼",
+    # The label's name: password, passwd, passphrase, pass, pwd, pw, secret, token, credential, any …key.
+    "password-assignment": r"pass|pw|secret|token|key|credential",
+    "email": r"@",
+}
+# Kinds that are runs of digits: a resident id (18), an SSN (9), a card (13 to 19), a phone number
+# (9 with its country code, 10 in the US, 11 in China). Text with fewer ASCII digits holds none.
+_BY_DIGITS = frozenset({"cn-id-number", "us-ssn", CARD_KIND, "phone"})
+_MIN_DIGITS = 9
+_TRIGGER = re.compile("|".join(dict.fromkeys(v for k, v in _TRIGGERS.items() if k not in CONTACT_KINDS)), re.I)
+_CONTACT_TRIGGER = re.compile("|".join(dict.fromkeys(_TRIGGERS.values())), re.I)
+_DIGIT_BYTES = b"0123456789"
+
+
+def _may_hold(text: str, contact: bool) -> bool:
+    """False when no pattern can match ``text``: none of the prefixes and labels, and too few digits."""
+    if (_CONTACT_TRIGGER if contact else _TRIGGER).search(text) is not None:
+        return True
+    data = text.encode("utf-8", "surrogatepass")  # an ASCII digit is one byte, never part of another character
+    return len(data) - len(data.translate(None, _DIGIT_BYTES)) >= _MIN_DIGITS
+
+
 def find(text: str, *, contact: bool = False) -> list[Finding]:
     """Secrets and personal data in ``text``: non-overlapping, sorted by start; markers are skipped.
 
     ``contact=True`` also finds e-mail addresses and phone numbers (:data:`CONTACT_KINDS`).
     """
+    if not _may_hold(text, contact):
+        return []
     findings = _find_once(text, contact)
     # A scan reads each pattern's matches left to right without overlap, so a match that
     # swallowed a neighbour and lost to a stronger finding can hide that neighbour until
