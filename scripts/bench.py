@@ -156,6 +156,11 @@ class _PrecomputedEngram(Engram):
     def _embedder(self, model_id: str) -> Any:
         return self.table_embedder
 
+    def _passage_embedder(self, model_id: str) -> tuple[Callable[[Sequence[str]], np.ndarray], int]:
+        # Writes embed through this one; without it a "write path alone" run embeds every text for real.
+        table = self.table_embedder
+        return (lambda texts: table.embed_batch(list(texts))), table.dim
+
 
 def _outcomes(results: Sequence[Any]) -> dict[str, int]:
     counts: dict[str, int] = {}

@@ -3,6 +3,7 @@ that the full expressions would find nothing in."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -13,7 +14,8 @@ from hypothesis import strategies as st
 from engram_cli.lang import redact
 from engram_cli.lang.redact.contact import _CONTACT_PATTERNS
 from engram_cli.lang.redact.patterns import _PATTERNS
-from engram_cli.memory import similarity
+from engram_cli.memory import repair, similarity
+from engram_cli.memory.audit.secrets import _may_hold as column_may_hold
 from tests.test_redact import FRAGMENTS
 
 TEXTS = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=30)), max_size=8).map("".join)
@@ -21,14 +23,14 @@ TEXTS = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=30)), ma
 
 def test_every_pattern_has_a_screen() -> None:
     kinds = {p.kind for p in _PATTERNS + _CONTACT_PATTERNS} | {redact.CARD_KIND}
-    assert kinds == set(redact._TRIGGERS) | redact._BY_DIGITS
+    assert kinds == set(redact._TRIGGERS) | set(redact._MIN_DIGITS)
 
 
 @pytest.mark.parametrize("text", FRAGMENTS)
 def test_every_known_secret_passes_the_screen(text: str) -> None:
     for contact in (False, True):
         if redact._find_once(text, contact):
-            assert redact._may_hold(text, contact)
+            assert redact.may_hold(text, contact=contact)
 
 
 @settings(max_examples=400, deadline=None)
@@ -39,18 +41,19 @@ def test_the_screen_changes_no_finding(text: str) -> None:
 
 
 def _unscreened(text: str, contact: bool) -> list[Any]:
-    original = redact._may_hold
-    redact._may_hold = lambda text, contact: True  # type: ignore[assignment]
+    original = redact._Screen.may_find
+    redact._Screen.may_find = lambda self, kind: True  # type: ignore[method-assign]
     try:
         return redact.find(text, contact=contact)
     finally:
-        redact._may_hold = original
+        redact._Screen.may_find = original  # type: ignore[method-assign]
 
 
 def test_text_without_labels_prefixes_or_nine_digits_is_skipped() -> None:
-    assert not redact._may_hold("Fixed the flaky upload test; 12 of 40 runs failed", False)
-    assert redact._may_hold("call 415 555 0100", False)  # ten digits: maybe a phone or a card
-    assert redact._may_hold("mail bob@corp.io", True) and not redact._may_hold("mail bob@corp.io", False)
+    assert not redact.may_hold("Fixed the flaky upload test; 12 of 40 runs failed")
+    assert redact.may_hold("ssn 123 45 6789")  # nine digits: maybe an SSN
+    assert redact.may_hold("mail bob@corp.io", contact=True) and not redact.may_hold("mail bob@corp.io")
+    assert redact.may_hold("Authorization: BEARER abc")
 
 
 def test_every_english_change_marker_holds_a_screened_word() -> None:
@@ -83,3 +86,30 @@ def test_case_variants_of_a_marker_are_still_found() -> None:
 def test_chinese_negation_screen_keeps_negations() -> None:
     assert similarity.negates("不要用 npm") and similarity.negates("没有测试")
     assert not similarity.negates("用 pnpm 安装依赖") and not similarity.negates("不同的端口")
+
+
+JSON_VALUES = st.recursive(
+    st.one_of(st.none(), st.integers(), TEXTS),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.one_of(st.sampled_from(["token", "api_key", "pw", "note", "密码"]), st.text(max_size=8)),
+                        inner, max_size=4),
+    ),
+    max_leaves=8,
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(JSON_VALUES, st.booleans(), st.booleans())
+def test_a_column_the_audit_skips_holds_nothing_to_redact(value: Any, ascii_only: bool, contact: bool) -> None:
+    raw = json.dumps(value, ensure_ascii=ascii_only)
+    for column_kind, text in ((repair.JSON, raw), (repair.TEXT, raw)):
+        if not column_may_hold(text, column_kind, contact):
+            assert repair.redact_value(text, column_kind, contact=contact)[1] == []
+
+
+def test_a_secret_name_in_json_is_not_skipped() -> None:
+    raw = json.dumps({"api_key": "plain words here"})
+    assert repair.redact_value(raw, repair.JSON)[1] == ["password-assignment"]
+    assert column_may_hold(raw, repair.JSON, False)
+    assert column_may_hold(json.dumps({"密码": "x"}), repair.JSON, False)  # escaped: decoded and scanned
