@@ -84,6 +84,7 @@ import numpy as np, onnxruntime as ort
 from tokenizers import Tokenizer
 d = sys.argv[1]
 o = ort.SessionOptions(); o.log_severity_level = 3
+o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC  # as engram builds its session
 s = ort.InferenceSession(d + "/model.onnx", o, providers=["CPUExecutionProvider"])
 t = Tokenizer.from_file(d + "/tokenizer.json")
 ids = np.array([t.encode(sys.argv[2]).ids], dtype=np.int64)
@@ -611,6 +612,8 @@ def shown(row: Row, value: float | None) -> str:
         return f"{value:,.0f}/s" if value >= 100 else f"{value:.1f}/s"
     if "memory" in row.figure:
         return f"{value:,.0f}"
+    if "exponent" in row.figure:
+        return f"{value:.2f}"
     return ms(value)
 
 
