@@ -77,6 +77,13 @@ def bench_mcp(session: nox.Session) -> None:
     session.run("python", "scripts/bench_mcp.py", *session.posargs, env=ENV)
 
 
+@nox.session(python=PYTHON, name="bench-hook")
+def bench_hook(session: nox.Session) -> None:
+    """The per-prompt hook as a whole process, cold and warm (p50/p95), at 10k memories (--sizes for more)."""
+    session.install("-e", ".")
+    session.run("python", "scripts/bench_hook.py", *session.posargs, env=ENV)
+
+
 @nox.session(python=PYTHON)
 def quality(session: nox.Session) -> None:
     """Recall quality on our benchmark sets: engram's recall against BM25 and dense retrieval alone, and the share

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
 
 # Nothing leaves the machine. onnxruntime's official wheels record usage and error
 # events (with a persistent device id) under ~/.cache/Microsoft/DeveloperTools and
@@ -15,11 +14,14 @@ from engram_cli._version import __version__
 
 __all__ = ["Engram", "__version__"]
 
+# Not typing.TYPE_CHECKING: importing typing (and re with it) would cost the per-prompt hook, which
+# imports this package first, ~10 ms; mypy treats a variable of this name the same way.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from engram_cli.api import Engram
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     # Lazy, so that `engram --help` does not pay for numpy and apsw.
     if name == "Engram":
         from engram_cli.api import Engram

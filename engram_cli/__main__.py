@@ -1,5 +1,5 @@
 """`python -m engram_cli` is the `engram` command (handy where the script is not on PATH)."""
 
-from engram_cli.cli import main
+from engram_cli.launch import main
 
 main()

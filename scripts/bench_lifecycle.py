@@ -2,7 +2,7 @@
 """Benchmark the maintenance verbs at scale: `engram compact` and `engram reembed` on 100,000 memories.
 
 Embedding 100,000 texts for real takes over an hour on a 2-core machine, so the database is built
-the way scripts/bench_timing_db.py builds its timing databases: real synthetic texts (scripts/
+the way scripts/bench.py builds its timing databases: real synthetic texts (scripts/
 synthetic.py), written through the real write path (`add_many`, merging off), with vectors made
 from real ones. BASE distinct texts are embedded with the default model; every memory gets the
 vector of one of them plus Gaussian noise (cosine about 0.8 to its base, so unrelated rows stay far

@@ -362,3 +362,27 @@ def test_compact_and_writers_at_the_same_time(engram: Engram, engram_home: Path,
     for _ in range(2):
         final = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=True)
     assert json.loads(final.stdout)["created"] == 0 and json.loads(final.stdout)["folds"] == []
+
+
+def test_dry_run_never_embeds_and_plans_the_clusters_a_real_run_makes(engram: Engram, monkeypatch: Any) -> None:
+    _episodes(engram, UPLOAD + CORS + OTHERS)
+    embedded: list[list[str]] = []
+    passage = engram._passage_embedder
+
+    def counting(model_id: str) -> Any:
+        embed, dim = passage(model_id)
+
+        def counted(texts: Any) -> Any:
+            embedded.append(list(texts))
+            return embed(texts)
+
+        return counted, dim
+
+    monkeypatch.setattr(engram, "_passage_embedder", counting)
+    plan = engram.compact(now=NOW, dry_run=True)
+    assert embedded == []
+    done = engram.compact(now=NOW)
+    assert embedded == [[c.content for c in done.clusters]]  # a real run embeds each new text once
+    members = [sorted(m.id for m in c.members) for c in plan.clusters]
+    assert members == [sorted(m.id for m in c.members) for c in done.clusters] and len(members) == 2
+    assert [c.content for c in plan.clusters] == [c.content for c in done.clusters]

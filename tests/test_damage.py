@@ -39,8 +39,10 @@ def flat(text: str) -> str:
 
 
 def files_in(directory: Path) -> set[str]:
-    # Lock files of compact and ingest are made before the database is read, and are meant to stay.
-    return {p.name for p in directory.iterdir() if not p.name.endswith(".lock")}
+    # Lock files of compact and ingest are made before the database is read, and are meant to stay; so is
+    # ENGRAM_HOME's cache directory: the embedding cache (vectors made before the write found the damage) and the
+    # vector index (rebuilt from the database whenever it does not match).
+    return {p.name for p in directory.iterdir() if not p.name.endswith(".lock") and p.name != "cache"}
 
 
 def assert_damage_error(result: Any, db: Path) -> None:

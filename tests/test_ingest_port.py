@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from engram_cli.ingest import loader
 from engram_cli.ingest.report import IngestReport
 from engram_cli.memory import remember
 
@@ -48,7 +47,7 @@ def test_a_writer_with_vectors_embeds_only_the_texts_it_was_not_given(engram: An
     policy = remember.MergePolicy(enabled=False, threshold=0.9, supersede=False, supersede_similarity=0.8)
     writer = remember.Writer(engram.store, "m", 4, embed, policy)
     given = np.full(4, 7.0, dtype=np.float32)
-    cached = loader.with_vectors(writer, {"known": given})
+    cached = remember.with_vectors(writer, {"known": given})
     out = cached.embed(["known", "new", "known"])
     assert calls == [["new"]]
     assert out.tolist() == [[7.0] * 4, [1.0] * 4, [7.0] * 4]

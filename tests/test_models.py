@@ -337,8 +337,9 @@ def test_corrupt_e5_tokenizer_files_are_a_model_error(tmp_path: Path, monkeypatc
     shutil.copytree(load_manifest(E5).path, tmp_path / E5)
     (tmp_path / E5 / "unigram_scores.npy").write_bytes(b"garbage")
     monkeypatch.setenv("ENGRAM_MODELS_DIR", str(tmp_path))
+    embedder = OnnxEmbedder(load_manifest(E5))  # the files are read when the first text is embedded
     with pytest.raises(ModelError) as info:
-        OnnxEmbedder(load_manifest(E5))
+        embedder.embed_batch(["a text"])
     assert "tokenizer" in info.value.message
 
 
@@ -347,10 +348,10 @@ def test_corrupt_model_file_is_a_model_error(tmp_path: Path, monkeypatch: pytest
     (tmp_path / MINILM / "model.onnx").write_bytes(b"not a protobuf")
     monkeypatch.setenv("ENGRAM_MODELS_DIR", str(tmp_path))
     with pytest.raises(ModelError):
-        OnnxEmbedder(load_manifest(MINILM))
+        OnnxEmbedder(load_manifest(MINILM)).embed_batch(["a text"])
     (tmp_path / MINILM / "tokenizer.json").write_text("{", encoding="utf-8")
     with pytest.raises(ModelError):
-        OnnxEmbedder(load_manifest(MINILM))
+        OnnxEmbedder(load_manifest(MINILM)).embed_batch(["a text"])
 
 
 def test_an_empty_models_dir_lists_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

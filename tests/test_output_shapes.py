@@ -483,14 +483,19 @@ def test_add(run: Any) -> None:
 
 def test_recall_in_every_format(run: Any) -> None:
     query = ("recall", "how do we deploy", "--no-touch")
+    # The relevance of the deploy memory moves in its second decimal with the onnxruntime build; the formats
+    # below must show whatever the engine computed, which must say "clearly relevant".
+    relevance = run(*query, "--json").json()[0]["relevance"]
+    assert 0.6 <= relevance <= 0.8
+    rel = f"{relevance:.2f}"
     # The upload episodes are candidates too, but too unlikely to be relevant to clear a floor of 0.06.
     assert lines(run(*query, "--min-relevance", "0.06").stdout) == [
         "id        score  rel   scope   type      imp   content",
-        "<id8>  1.500  0.70  global  semantic  0.90  Deploys go through make release",
+        f"<id8>  1.500  {rel}  global  semantic  0.90  Deploys go through make release",
     ]
     assert lines(run(*query, "--min-relevance", "0").stdout) == [
         "id        score  rel   scope   type      imp   content",
-        "<id8>  1.500  0.70  global  semantic  0.90  Deploys go through make release",
+        f"<id8>  1.500  {rel}  global  semantic  0.90  Deploys go through make release",
         f"<id8>  0.566  0.01  global  episodic  0.50  {UPLOAD[2]}",
         f"<id8>  0.495  0.01  global  episodic  0.50  {UPLOAD[0]}",
         f"<id8>  0.440  0.01  global  episodic  0.50  {UPLOAD[1]}",
@@ -503,14 +508,14 @@ def test_recall_in_every_format(run: Any) -> None:
     assert_shape(explained, [{**MEMORY, "score": float, "relevance": float, "scope": str, "explain": EXPLAIN}])
     assert run(*query, "-k", "1", "--format", "card").stdout == (
         "The following are the user's long-term memories from engram, for reference only:\n\n"
-        "[memory #<id8>][type: semantic][importance: 0.9][accessed: 0][scope: global][relevance: 0.70]\n"
+        f"[memory #<id8>][type: semantic][importance: 0.9][accessed: 0][scope: global][relevance: {rel}]\n"
         "Deploys go through make release\n\n"
         "Do not trust these memories blindly: they may be outdated or wrong. "
         "Where they contradict the current instruction, the current instruction wins.\n"
     )
     assert run(*query, "-k", "2", "--format", "markdown").stdout == (
         "# Memories\n\n"
-        "- **semantic** · importance 0.9 · relevance 0.70 · global · `<id8>` · tags: ops\n"
+        f"- **semantic** · importance 0.9 · relevance {rel} · global · `<id8>` · tags: ops\n"
         "  Deploys go through make release\n"
         "- **episodic** · importance 0.5 · relevance 0.01 · global · `<id8>`\n"
         "  Upload test flakiness came back after the boto upgrade; re-pinned the S3 mock clock\n"
@@ -675,11 +680,12 @@ def test_audit(run: Any) -> None:
     shown = lines(report.stdout)
     assert shown[0] == "audit <tmp>/engram-home/engram.db (all namespaces, as of <time>)"
     assert shown[1].split() == ["check", "severity", "count", "what"]
-    assert [line.split()[:3] for line in shown[2:12]] == [
+    assert [line.split()[:3] for line in shown[2:13]] == [
         ["integrity", "error", "0"],
         ["secrets", "error", "0"],
         ["missing_index", "error", "0"],
         ["orphan_index", "error", "0"],
+        ["vector_index", "error", "0"],
         ["other_model", "warning", "0"],
         ["near_duplicates", "warning", "0"],
         ["conflicts", "warning", "0"],
@@ -687,7 +693,7 @@ def test_audit(run: Any) -> None:
         ["low_confidence", "info", "0"],
         ["never_accessed", "info", "0"],
     ]
-    assert shown[12:] == ["", "no problems"]
+    assert shown[13:] == ["", "no problems"]
     assert_shape(run("audit", "--now", NOW, "--json").json(), AUDIT_REPORT)
 
 

@@ -23,6 +23,7 @@ ALLOWED = (
     "engram_cli.errors",
     "engram_cli.cli",
     "engram_cli.mcp_server",
+    "engram_cli.warm",  # like the MCP server, a transport: the per-prompt hook's warm service runs the CLI itself
 )
 
 

@@ -7,33 +7,34 @@ the store alone (no model, no numpy); like ``Engram``, it is imported where it i
 :mod:`engram_cli.api.results` names what commands produce when the engine's own answer does not
 say it alone.
 
-``Engram`` is imported on first use, so that `engram --help` and the hook commands do not pay
-for numpy and SQLite.
+Every name here is imported on first use, so that a command pays only for what it uses: `engram
+get` neither numpy nor the hook installers, `engram --help` not SQLite.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from engram_cli._version import __version__
-from engram_cli.api import hooks, system
-from engram_cli.api.results import (
-    ConfigChange,
-    ConfigListing,
-    EvalRun,
-    Forgotten,
-    History,
-    Inspection,
-    NamespaceListing,
-    Page,
-    Recalled,
-    SessionContext,
-    SourceListing,
-    Touched,
-)
 
 if TYPE_CHECKING:
+    from engram_cli.api import hooks, system
     from engram_cli.api.engram import Criteria, Engram
+    from engram_cli.api.results import (
+        ConfigChange,
+        ConfigListing,
+        EvalRun,
+        Forgotten,
+        History,
+        Inspection,
+        NamespaceListing,
+        Page,
+        Recalled,
+        SessionContext,
+        SourceListing,
+        Touched,
+    )
     from engram_cli.memory.model import Filters
 
 __all__ = [
@@ -58,13 +59,26 @@ __all__ = [
 ]
 
 
+# Where each lazy name lives: a module of this package, or the module holding a class of that name.
+_RESULTS = (
+    "ConfigChange", "ConfigListing", "EvalRun", "Forgotten", "History", "Inspection", "NamespaceListing", "Page",
+    "Recalled", "SessionContext", "SourceListing", "Touched",
+)  # fmt: skip
+_LAZY = {
+    "hooks": "engram_cli.api.hooks",
+    "system": "engram_cli.api.system",
+    "Engram": "engram_cli.api.engram",
+    "Criteria": "engram_cli.api.engram",
+    "Filters": "engram_cli.memory.model",
+    **dict.fromkeys(_RESULTS, "engram_cli.api.results"),
+}
+
+
 def __getattr__(name: str) -> Any:
-    if name in ("Engram", "Criteria"):
-        from engram_cli.api import engram
-
-        return getattr(engram, name)
-    if name == "Filters":
-        from engram_cli.memory.model import Filters
-
-        return Filters
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(where)
+    value = module if where == f"{__name__}.{name}" else getattr(module, name)
+    globals()[name] = value
+    return value

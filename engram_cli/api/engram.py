@@ -8,32 +8,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypedDict, Unpack
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from engram_cli import config as configmod
 from engram_cli import timeutil
 from engram_cli.api import scope as scopemod
 from engram_cli.api.results import Inspection, NamespaceListing, Page
-from engram_cli.doctor import ModelListing
 from engram_cli.errors import EngramError, InvalidInput, ModelError, UsageError
-from engram_cli.ingest.port import IngestPort
-from engram_cli.ingest.report import IngestReport
-from engram_cli.memory import audit as auditmod
-from engram_cli.memory import cards as cardsmod
-from engram_cli.memory import compact as compactmod
-from engram_cli.memory import decay as decaymod
-from engram_cli.memory import edit as editmod
-from engram_cli.memory import evaluation as evalmod
-from engram_cli.memory import evidence as evidencemod
-from engram_cli.memory import keys as keysmod
-from engram_cli.memory import manage, remember, transfer
-from engram_cli.memory import namespaces as nsmod
-from engram_cli.memory import recall as recallmod
-from engram_cli.memory import recover as recovermod
-from engram_cli.memory import reembed as reembedmod
-from engram_cli.memory import repair as repairmod
 from engram_cli.memory.model import (
     AddResult,
     Event,
@@ -42,23 +23,52 @@ from engram_cli.memory.model import (
     normalize_name,
     normalize_namespace,
 )
-from engram_cli.memory.recall import Hit, Hits, RecallSettings, recall
-from engram_cli.memory.similarity import SUPERSEDE_MARGIN
 from engram_cli.project import GLOBAL_NAMESPACE, Scope
-from engram_cli.store import connect
-from engram_cli.store.db import Store
 from engram_cli.timeutil import parse_time
+
+# The engine's modules (and numpy) are imported by the methods that use them: a command pays for
+# what it does, so `engram list` never loads what `engram compact` needs.
+if TYPE_CHECKING:
+    import numpy as np
+
+    from engram_cli.doctor import ModelListing
+    from engram_cli.ingest.port import IngestPort
+    from engram_cli.ingest.report import IngestReport
+    from engram_cli.memory import audit as auditmod
+    from engram_cli.memory import cards as cardsmod
+    from engram_cli.memory import compact as compactmod
+    from engram_cli.memory import decay as decaymod
+    from engram_cli.memory import edit as editmod
+    from engram_cli.memory import evaluation as evalmod
+    from engram_cli.memory import evidence as evidencemod
+    from engram_cli.memory import keys as keysmod
+    from engram_cli.memory import manage, remember, transfer
+    from engram_cli.memory import recover as recovermod
+    from engram_cli.memory import reembed as reembedmod
+    from engram_cli.memory.recall import Hit, Hits, RecallSettings
+    from engram_cli.store.db import Store
+    from engram_cli.store.embed_cache import VectorCache
 
 ACTIVE_MODEL_KEY = "active_model"
 ADD_BATCH = 64
+# Items whose texts add_many embeds in one call: big enough that the model sees few calls, small
+# enough that a window's vectors (1.5 KB each at 384-d) and prepared items stay a few MB.
+EMBED_WINDOW = 1024
 DEFAULT_MERGE_THRESHOLD = 0.92
 
 
-def _passages(model_id: str) -> tuple[remember.EmbedFn, int]:
-    """A function embedding passages with a bundled model, and that model's dimension."""
-    from engram_cli.embed import load_embedder
+def _passages(model_id: str, cache: VectorCache | None = None) -> tuple[remember.EmbedFn, int]:
+    """A function embedding passages with a bundled model (through ``cache`` when given), and its dimension."""
+    import numpy as np
 
-    embedder = load_embedder(model_id)
+    from engram_cli.embed import Embedder, load_embedder
+
+    embedder: Embedder = load_embedder(model_id)
+    if cache is not None and cache.usable:
+        from engram_cli.embed import load_manifest
+        from engram_cli.embed.cache import CachedEmbedder
+
+        embedder = CachedEmbedder(embedder, load_manifest(model_id), cache)
 
     def embed(texts: Sequence[str]) -> np.ndarray:
         return np.asarray(embedder.embed_batch(list(texts), kind="passage"), dtype=np.float32)
@@ -104,6 +114,7 @@ class Engram:
         self.store = store
         self.config = cfg
         self.scope = scope or _scope(cfg, None)
+        self._embed_cache: VectorCache | None = None
 
     @property
     def settings(self) -> configmod.Settings:
@@ -127,13 +138,20 @@ class Engram:
         that project and the global scope; outside one, the global scope only. A configured
         ``namespace`` (config.toml, ENGRAM_NAMESPACE) names the project instead.
         """
+        from engram_cli.store import connect
+
         paths = paths or configmod.Paths.resolve(path)
         cfg = config or configmod.load(paths)
         scope = _scope(cfg, None if cwd is None else Path(cwd))
+        from engram_cli.store.knn import IndexOptions
+
+        settings = cfg.settings.store
+        index = IndexOptions(
+            cache_dir=paths.cache_dir / "vectors", approx_min_rows=settings.vector_approx_rows,
+            rerank=settings.vector_rerank, enabled=settings.vector_index,
+        )  # fmt: skip
         store = connect(
-            paths.db,
-            create_dirs=paths.db_is_default,
-            busy_timeout_ms=cfg.settings.store.busy_timeout_ms,
+            paths.db, create_dirs=paths.db_is_default, busy_timeout_ms=settings.busy_timeout_ms, index=index
         )
         return cls(store, cfg, scope)
 
@@ -153,6 +171,8 @@ class Engram:
         The damaged file is only read, so this works when ``Engram.open`` cannot. Vectors that no
         longer read are made again from their memory's text; the keyword index is rebuilt.
         """
+        from engram_cli.memory import recover as recovermod
+
         paths = paths or configmod.Paths.resolve(path)
         cfg = config or configmod.load(paths)
         return recovermod.run(
@@ -171,6 +191,8 @@ class Engram:
         return type(self)(self.store, self.config, scope)
 
     def close(self) -> None:
+        if self._embed_cache is not None:
+            self._embed_cache.close()
         self.store.close()
 
     def __enter__(self) -> Engram:
@@ -208,6 +230,8 @@ class Engram:
         The config overrides; otherwise the model's calibrated value, or 0.92 for a model
         without one (or one engram does not ship).
         """
+        from engram_cli.memory.similarity import SUPERSEDE_MARGIN
+
         threshold = self.settings.merge.threshold
         if threshold is None:
             from engram_cli.embed import load_manifest
@@ -222,6 +246,8 @@ class Engram:
         return merge_at, supersede_at if supersede_at is not None else merge_at - SUPERSEDE_MARGIN
 
     def merge_policy(self, no_merge: bool = False) -> remember.MergePolicy:
+        from engram_cli.memory import remember
+
         merge_at, supersede_at = self.thresholds()
         return remember.MergePolicy(
             enabled=self.settings.merge.enabled and not no_merge,
@@ -231,8 +257,17 @@ class Engram:
         )
 
     def _passage_embedder(self, model_id: str) -> tuple[remember.EmbedFn, int]:
-        """A function embedding passages with ``model_id``, and that model's dimension."""
-        return _passages(model_id)
+        """A function embedding passages with ``model_id`` through the embedding cache, and the model's dimension."""
+        return _passages(model_id, self.embedding_cache())
+
+    def embedding_cache(self) -> VectorCache:
+        """The cache of passage vectors in engram's cache directory (shared by every database; see ``embed.*``)."""
+        if self._embed_cache is None:
+            from engram_cli.embed.cache import VectorCache, cache_path
+
+            paths = self.config.paths or configmod.Paths.resolve()
+            self._embed_cache = VectorCache(cache_path(paths.cache_dir), self.settings.embed.cache_entries)
+        return self._embed_cache
 
     def _writing_model(self) -> tuple[str, remember.EmbedFn, int]:
         """The active model for new vectors; a new database records it as its own on first write."""
@@ -243,6 +278,8 @@ class Engram:
         return model_id, embed, dim
 
     def _writer(self, no_merge: bool) -> remember.Writer:
+        from engram_cli.memory import remember
+
         model_id, embed, dim = self._writing_model()
         return remember.Writer(self.store, model_id, dim, embed, self.merge_policy(no_merge))
 
@@ -253,6 +290,8 @@ class Engram:
     ) -> remember.NewMemory:
         """``fields`` checked and completed; without a namespace of their own they go to ``namespace``
         (default: the :attr:`scope`'s)."""
+        from engram_cli.memory import remember
+
         return remember.prepare(
             fields, namespace=namespace or self.scope.default, agent=self.settings.agent,
             keep_secrets=keep_secrets, contact=self.settings.redact.contact_details,
@@ -284,29 +323,48 @@ class Engram:
         batch_size: int = ADD_BATCH,
         keep_secrets: bool = False,
     ) -> list[AddResult]:
-        """Remember many texts: embedded in batches, one transaction per batch.
+        """Remember many texts: one transaction per batch of ``batch_size``.
 
         Every item of a batch is validated before the batch writes anything. Secrets are
-        redacted as in :meth:`add`.
+        redacted as in :meth:`add`. The texts of up to EMBED_WINDOW items are embedded together
+        (each distinct text once, sorted by length, through the embedding cache) before their
+        batches are written, so the model works on a few big calls.
         """
+        from engram_cli.memory import remember
+
         if batch_size < 1:
             raise InvalidInput("batch_size must be at least 1")
         self.store.require_writable()
         writer: remember.Writer | None = None
         results: list[AddResult] = []
         offset = 0
-        for batch in remember.chunked(items, batch_size):
-            prepared = []
-            for index, fields in enumerate(batch, start=offset):
+        # Whole batches per window, so that a bad item stops the writing where it always did.
+        window = batch_size * max(1, EMBED_WINDOW // batch_size)
+        for group in remember.chunked(items, window):
+            prepared: list[remember.NewMemory] = []
+            error: InvalidInput | None = None
+            for index, fields in enumerate(group, start=offset):
                 if not isinstance(fields, Mapping):
-                    raise InvalidInput(f"item {index}: expected an object with a 'content' field")
+                    error = InvalidInput(f"item {index}: expected an object with a 'content' field")
+                    break
                 try:
                     prepared.append(self._prepare(fields, keep_secrets=keep_secrets))
                 except InvalidInput as exc:
-                    raise InvalidInput(f"item {index}: {exc.message}", hint=exc.hint) from exc
-            offset += len(batch)
-            writer = writer or self._writer(no_merge)
-            results.extend(writer.write_batch(prepared))
+                    error = InvalidInput(f"item {index}: {exc.message}", hint=exc.hint)
+                    error.__cause__ = exc
+                    break
+            offset += len(group)
+            if error is not None:
+                del prepared[len(prepared) - len(prepared) % batch_size :]  # the bad item's batch writes nothing
+            if prepared:
+                writer = writer or self._writer(no_merge)
+                texts = writer.texts_to_embed(prepared)
+                vectors = dict(zip(texts, writer.embed(texts), strict=True)) if texts else {}
+                ready = remember.with_vectors(writer, vectors)
+                for batch in remember.chunked(prepared, batch_size):
+                    results.extend(ready.write_batch(batch))
+            if error is not None:
+                raise error
         return results
 
     def filters(
@@ -335,6 +393,8 @@ class Engram:
         closest ones), every one with ``all_namespaces``, the global scope with ``global_scope``, else
         the :attr:`scope`: its project alone, or with ``with_global`` the project and the global scope.
         """
+        from engram_cli.memory import namespaces as nsmod
+
         _exclusive(namespace=namespace is not None, global_scope=global_scope, all_namespaces=all_namespaces)
         if all_namespaces:
             namespaces = None
@@ -366,6 +426,8 @@ class Engram:
 
     def recall_settings(self) -> RecallSettings:
         """How recall ranks, from the settings (the only place its numbers come from)."""
+        from engram_cli.memory.recall import RecallSettings
+
         cfg = self.settings.recall
         return RecallSettings(
             candidates=cfg.candidates,
@@ -418,6 +480,11 @@ class Engram:
         left; ``evidence=True`` adds up to ``k`` of them whatever the memories found; ``evidence=False``
         leaves them out.
         """
+        import numpy as np
+
+        from engram_cli.memory import evidence as evidencemod
+        from engram_cli.memory.recall import recall
+
         if no_global:
             self._check_no_global(filters, namespace, criteria)
         flt = self._filtered(filters, namespace, criteria, with_global=not no_global)
@@ -482,6 +549,8 @@ class Engram:
 
     def _bump(self, hits: builtins.list[Hit], bump: bool) -> None:
         """Count the memory hits finally returned as accessed (not on a read-only database)."""
+        from engram_cli.memory import recall as recallmod
+
         if bump and hits and not self.read_only:
             recallmod.count_access(self.store, hits)
 
@@ -492,6 +561,8 @@ class Engram:
         happened), over the project and the global scope together (the global scope holds at most half
         the places while the project can fill them); near-copies appear once. Reading is not an access.
         """
+        from engram_cli.memory import cards as cardsmod
+
         entries = cardsmod.session_card(
             self.store, self.scope.namespaces, k=k,
             moment=parse_time(now, param="now") if now else timeutil.now(),
@@ -523,17 +594,25 @@ class Engram:
 
     def namespaces(self) -> NamespaceListing:
         """Every namespace that holds memories, counted by status, and which of them are this scope's."""
+        from engram_cli.memory import namespaces as nsmod
+
         return NamespaceListing(nsmod.namespace_counts(self.store, self.scope), scope=self.scope)
 
     def get(self, ref: str) -> Memory:
         """One memory by id or unique id prefix, with tags and sources."""
+        from engram_cli.memory import manage
+
         return manage.get(self.store, ref)
 
     def history(self, ref: str) -> tuple[Memory, list[Event]]:
+        from engram_cli.memory import manage
+
         return manage.history(self.store, ref)
 
     def events(self, *, limit: int = 50, kinds: Sequence[str] | None = None) -> builtins.list[Event]:
         """The latest events across the database, newest first."""
+        from engram_cli.memory import manage
+
         return manage.recent_events(self.store, limit=limit, kinds=list(kinds or []))
 
     def export(
@@ -550,6 +629,8 @@ class Engram:
 
         Without a namespace, the :attr:`scope`'s project (or the global scope outside one).
         """
+        from engram_cli.memory import transfer
+
         if filters is None:
             criteria.setdefault("status", ["active", "superseded", "archived"])
         flt = self._filtered(filters, namespace, criteria)
@@ -558,6 +639,7 @@ class Engram:
     def import_lines(self, lines: Iterable[str], *, atomic: bool = False) -> transfer.ImportReport:
         """Import export records (JSONL lines; ids, timestamps and history are kept) or minimal records."""
         from engram_cli.embed import available_models
+        from engram_cli.memory import transfer
 
         self.store.require_writable()
         model_id, embed, dim = self._writing_model()
@@ -573,6 +655,7 @@ class Engram:
     ) -> reembedmod.ReembedReport:
         """Re-embed memories with another bundled model (resumable); it becomes active when all rows are done."""
         from engram_cli.embed import load_manifest
+        from engram_cli.memory import reembed as reembedmod
 
         load_manifest(model_id)  # unknown ids fail here, with the list of bundled models
         self.store.require_writable()
@@ -589,6 +672,8 @@ class Engram:
         **criteria: Unpack[Criteria],
     ) -> builtins.list[Memory]:
         """Memories, newest first (by when they happened); without a namespace, the :attr:`scope`'s project."""
+        from engram_cli.memory import manage
+
         flt = self._filtered(filters, namespace, criteria)
         return manage.list_memories(self.store, flt, limit=limit, offset=offset)
 
@@ -600,6 +685,8 @@ class Engram:
         **criteria: Unpack[Criteria],
     ) -> int:
         """How many memories pass the filters that ``list`` takes (all of them, not one page)."""
+        from engram_cli.memory import manage
+
         return manage.count(self.store, self._filtered(filters, namespace, criteria))
 
     def page(self, filters: Filters, *, limit: int = 20, offset: int = 0) -> Page:
@@ -611,6 +698,9 @@ class Engram:
 
     def inspect(self, ref: str) -> Inspection:
         """One memory with its history and the parts of its score that do not depend on a query."""
+        from engram_cli.memory import evidence as evidencemod
+        from engram_cli.memory import manage
+
         memory, events = self.history(ref)
         return Inspection(memory, events, manage.score_factors(memory), evidencemod.of_memory(self.store, memory.pk))
 
@@ -624,6 +714,9 @@ class Engram:
         self, *, now: str | None = None, namespace: str | Sequence[str] | None = None, dry_run: bool = False
     ) -> decaymod.DecayReport:
         """Recompute decay scores (all namespaces unless given) and archive what has faded."""
+        from engram_cli.memory import decay as decaymod
+        from engram_cli.memory import evidence as evidencemod
+
         if not dry_run:
             self.store.require_writable()
         half_lives = self.settings.decay.half_life_days.by_type()
@@ -638,6 +731,7 @@ class Engram:
     def _cluster_thresholds(self, model_id: str) -> compactmod.Thresholds | None:
         """The configured cluster threshold (one for all scripts), else the model's calibrated ones."""
         from engram_cli.embed import load_manifest
+        from engram_cli.memory import compact as compactmod
 
         configured = self.settings.compact.cluster_threshold
         if configured is not None and model_id == self.active_model:
@@ -660,6 +754,8 @@ class Engram:
         progress: Any = None,
     ) -> compactmod.CompactReport:
         """Consolidate episodes into semantic memories, fold near duplicates, enforce the cap (see memory/compact)."""
+        from engram_cli.memory import compact as compactmod
+        from engram_cli.memory import evidence as evidencemod
         from engram_cli.store.lock import exclusive
 
         if not dry_run:
@@ -717,6 +813,9 @@ class Engram:
         On a damaged file the report's integrity check says so, ``report.damage`` holds the error,
         and nothing is repaired.
         """
+        from engram_cli.memory import audit as auditmod
+        from engram_cli.memory import repair as repairmod
+
         if fix:
             self.store.require_writable()
         cfg = self.settings
@@ -792,6 +891,8 @@ class Engram:
 
     def ingest_port(self) -> IngestPort:
         """What the ingest loader may use of this store: its writer, its checks and the ingest settings."""
+        from engram_cli.ingest.port import IngestPort
+
         # A session whose project is unknown belongs to no project: the configured namespace, else global
         # (not the project engram happens to run in: ingest runs from cron and hooks).
         namespace = scopemod.configured(self.config) or GLOBAL_NAMESPACE
@@ -809,6 +910,8 @@ class Engram:
 
     def evidence_bounds(self) -> evidencemod.Bounds:
         """How much evidence is kept, from the ``evidence.*`` settings."""
+        from engram_cli.memory import evidence as evidencemod
+
         cfg = self.settings.evidence
         return evidencemod.Bounds(max_per_namespace=cfg.max_per_namespace, max_age_days=cfg.max_age_days)
 
@@ -821,6 +924,8 @@ class Engram:
         Merging and supersession are off while loading, so every record stays the memory its
         queries point at.
         """
+        from engram_cli.memory import evaluation as evalmod
+
         paths = paths or configmod.Paths.resolve()
         cfg = configmod.load(paths)
         loading = replace(cfg, settings=replace(cfg.settings, supersede=replace(cfg.settings.supersede, enabled=False)))
@@ -841,6 +946,8 @@ class Engram:
         """Score recall on labelled queries (``mode``: hybrid = engram's recall, bm25 or dense alone).
 
         The baselines are the bare retrievers: no weighing, no relevance floor."""
+        from engram_cli.memory import evaluation as evalmod
+
         base = self.recall_settings()
         bare = replace(base, weigh=False, diversity=None, min_relevance=0.0)
         modes = {
@@ -866,6 +973,8 @@ class Engram:
 
     def touch(self, ref: str | Sequence[str]) -> builtins.list[Memory]:
         """Remember again: access +1, decay back to 1.0, archived memories restored."""
+        from engram_cli.memory import decay as decaymod
+
         self.store.require_writable()
         return decaymod.touch(self.store, [ref] if isinstance(ref, str) else list(ref))
 
@@ -889,6 +998,10 @@ class Engram:
         the namespace already says word for word is refused (an edit never merges). Secrets in the new text
         and tags are redacted unless ``keep_secrets``.
         """
+        import numpy as np
+
+        from engram_cli.memory import edit as editmod
+
         self.store.require_writable()
         change = editmod.prepare(
             text=text, importance=importance, type=type, tag=tags, untag=untag, namespace=namespace,
@@ -936,6 +1049,8 @@ class Engram:
     ) -> keysmod.KeyValue:
         """The value of ``key``: in ``namespace`` if given, else the project's, else the global one (NotFound if
         none). An exact lookup: no model is loaded. ``touch`` counts it as an access."""
+        from engram_cli.memory import keys as keysmod
+
         scope = self.key_scope(cwd)
         return keysmod.get(
             self.store, key, scopemod.namespaces_for(scope, namespace), scope.of, touch=touch and not self.read_only
@@ -945,6 +1060,8 @@ class Engram:
         self, key: str, *, namespace: str | None = None, cwd: str | os.PathLike[str] | None = None
     ) -> keysmod.KeyUnset:
         """Archive the memory :meth:`lookup` would return for ``key`` (its history stays; `set` brings it back)."""
+        from engram_cli.memory import keys as keysmod
+
         self.store.require_writable()
         scope = self.key_scope(cwd)
         return keysmod.unset(self.store, key, scopemod.namespaces_for(scope, namespace), scope.of)
@@ -958,6 +1075,8 @@ class Engram:
         cwd: str | os.PathLike[str] | None = None,
     ) -> keysmod.KeyListing:
         """The active keys starting with ``prefix``: of the project and global (default), one namespace, or all."""
+        from engram_cli.memory import keys as keysmod
+
         scope = self.key_scope(cwd)
         namespaces = None if all_namespaces else scopemod.namespaces_for(scope, namespace)
         return keysmod.listing(self.store, prefix, namespaces, scope.of)
@@ -977,6 +1096,8 @@ class Engram:
         ``namespace`` (the global scope with ``global_scope``, anywhere with ``all_namespaces``):
         an id typed in the wrong project is refused, and nothing changes.
         """
+        from engram_cli.memory import manage
+
         self.store.require_writable()
         refs = [ref] if isinstance(ref, str) else list(ref)
         within = self.filters(

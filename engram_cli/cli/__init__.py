@@ -13,16 +13,21 @@ its result there (`audit --strict` after its report): a script parses one docume
 
 from __future__ import annotations
 
+import functools
+import importlib
 import logging
 import os
 import re
 import sys
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
+from typer.models import DefaultPlaceholder
 
 from engram_cli.api import __version__
+from engram_cli.cli import coerce
 from engram_cli.errors import EngramError
 
 EXIT_INTERNAL = 70  # EX_SOFTWARE
@@ -37,8 +42,13 @@ _FRAMEWORK_EXITS: tuple[type[Exception], ...] = (
     next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"),
 )
 
-# Python decodes argv with surrogateescape: a byte that is not UTF-8 arrives as a lone surrogate.
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+@functools.cache
+def _lone_surrogate() -> re.Pattern[str]:
+    """Python decodes argv with surrogateescape: a byte that is not UTF-8 arrives as a lone surrogate.
+    (Compiled on first use: the wide range takes milliseconds, which a command line of ASCII never needs.)"""
+    return re.compile("[\ud800-\udfff]")
+
 
 _WANTS_JSON = "engram.wants_json"  # in the context's meta: the command line asked for JSON output
 _FLAGS_GIVEN = "engram.flags_given"  # in the context's meta: the long options on the command line
@@ -70,8 +80,146 @@ class OutputClosed(Exception):
     so it travels past click under this name to main(), which ends the run quietly with 141."""
 
 
+# Every command, in the order `engram --help` lists them, and the module under cli/ that defines it.
+# A command's module is imported only when that command runs (or help lists it), so `engram get`
+# pays for neither the ingest machinery nor the hook installers. tests/test_startup.py fails when
+# this table and the modules' register() functions disagree.
+COMMANDS: dict[str, str] = {
+    "add": "memories",
+    "recall": "memories",
+    "inspect": "memories",
+    "list": "memories",
+    "edit": "memories",
+    "forget": "memories",
+    "namespaces": "memories",
+    "set": "keys",
+    "get": "keys",
+    "unset": "keys",
+    "keys": "keys",
+    "reembed": "lifecycle",
+    "export": "lifecycle",
+    "import": "lifecycle",
+    "decay": "lifecycle",
+    "compact": "lifecycle",
+    "touch": "lifecycle",
+    "history": "lifecycle",
+    "audit": "maintenance",
+    "recover": "maintenance",
+    "ingest": "ingest",
+    "schedule": "hooks",
+    "eval": "evaluate",
+    "mcp": "system",
+    "models": "system",
+    "doctor": "system",
+    "hooks": "hooks",
+    "config": "system",
+}
+
+
+class _Commands(MutableMapping[str, Any]):
+    """The root group's commands by name, each built from its module on first use."""
+
+    def __init__(self, names: dict[str, str]) -> None:
+        self._modules = dict(names)
+        self._built: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            if name not in self._modules:
+                raise KeyError(name)
+            self._built[name] = build_command(name, self._modules[name])
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._modules.setdefault(name, "")
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._modules[name]
+        self._built.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._modules
+
+
+class _Command(TyperCommand):
+    """A subcommand whose --help option, made when a command line is parsed, converts its value plainly too."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        return coerce.installed(super().get_help_option(ctx))
+
+
+class _SubGroup(TyperGroup):
+    """A group below the root (``hooks``, ``config``), its --help option like a subcommand's."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        return coerce.installed(super().get_help_option(ctx))
+
+
+def _with_plain_classes(holder: typer.Typer) -> None:
+    """Build ``holder``'s commands and groups (and theirs) as :class:`_Command` and :class:`_SubGroup`."""
+    for info in holder.registered_commands:
+        if info.cls in (None, TyperCommand):
+            info.cls = _Command
+    for group in holder.registered_groups:
+        if isinstance(group.cls, DefaultPlaceholder) or group.cls in (None, TyperGroup):
+            group.cls = _SubGroup
+        if group.typer_instance is not None:
+            _with_plain_classes(group.typer_instance)
+
+
+def registrations(module_name: str) -> typer.Typer:
+    """A Typer holding what one module under cli/ registers."""
+    module = importlib.import_module(f"engram_cli.cli.{module_name}")
+    holder = typer.Typer()
+    module.register(holder)
+    return holder
+
+
+def build_command(name: str, module_name: str) -> Any:
+    """The click command (or group) ``name`` that ``engram_cli.cli.<module_name>`` registers."""
+    holder = registrations(module_name)
+    _with_plain_classes(holder)
+    command: Any = None
+    for info in holder.registered_commands:
+        if info.callback is not None and (info.name or typer.main.get_command_name(info.callback.__name__)) == name:
+            command = typer.main.get_command_from_info(
+                info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode
+            )
+    for group in holder.registered_groups:
+        if group.name == name:
+            command = typer.main.get_group_from_info(
+                group,
+                pretty_exceptions_short=app.pretty_exceptions_short,
+                rich_markup_mode=app.rich_markup_mode,
+                suggest_commands=app.suggest_commands,
+            )
+    if command is None:
+        raise LookupError(f"engram_cli.cli.{module_name} registers no command {name!r}")
+    coerce.install_tree(command)
+    return command
+
+
 class _Group(TyperGroup):
     """Maps every outcome of every command to a message on stderr and an exit code."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not self.commands:  # the root: its commands come from COMMANDS, built when first asked for
+            self.commands = _Commands(COMMANDS)
+        coerce.install(self.params)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.commands)
+
+    def get_help_option(self, ctx: Any) -> Any:
+        return coerce.installed(super().get_help_option(ctx))
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         # Read before any option is: an unknown flag fails before the command could say it wants JSON.
@@ -204,25 +352,9 @@ def root(
     ctx.call_on_close(ctx.obj.close)
 
 
-def _register() -> None:
-    from engram_cli.cli import evaluate, hooks, ingest, keys, lifecycle, maintenance, memories, system
-
-    memories.register(app)
-    keys.register(app)
-    lifecycle.register(app)
-    maintenance.register(app)
-    ingest.register(app)
-    hooks.register(app)
-    evaluate.register(app)
-    system.register(app)
-
-
-_register()
-
-
 def clean_argv(args: list[str]) -> list[str]:
     """argv with every undecodable byte (a lone surrogate) replaced by U+FFFD, so no command chokes on it."""
-    return [_LONE_SURROGATE.sub("\ufffd", arg) for arg in args]
+    return [arg if arg.isascii() else _lone_surrogate().sub("\ufffd", arg) for arg in args]
 
 
 def main() -> None:

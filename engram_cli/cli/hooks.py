@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -176,6 +178,43 @@ def prompt(
     show(ctx, result)
     if result.problem is not None and state.hook:
         state.record_hook_failure(result.problem.exit_code, result.problem.message)
+
+
+@hooks_app.command("serve", hidden=True)
+def serve(
+    ctx: typer.Context,
+    lock_fd: Annotated[int | None, typer.Option("--lock-fd", hidden=True, help="The service's lock, taken.")] = None,
+) -> None:
+    """Internal: the per-prompt hook's warm service for this database (the hook starts it itself).
+
+    Keeps the store and the model loaded and runs `hooks prompt` for the hooks of this user over a
+    private Unix socket, until hooks.warm_idle_s pass without a prompt, the database file is replaced
+    or engram is upgraded. Linux only; elsewhere every prompt runs engram afresh.
+    """
+    from engram_cli import config as configmod
+    from engram_cli.errors import UsageError
+    from engram_cli.warm import locate, server
+
+    state = app_context(ctx)
+    if not locate.supported():
+        raise UsageError("the warm service needs Unix sockets with peer credentials (Linux)")
+    path = locate.socket_path(locate.database(state.db, os.environ), os.environ)
+    if path is None:
+        raise UsageError("the socket path would be too long for a Unix socket", hint="set XDG_RUNTIME_DIR")
+    root = ctx.find_root().command
+
+    def idle_seconds() -> float:
+        return configmod.load(state.paths).settings.hooks.warm_idle_s
+
+    def warm_up() -> None:
+        # Loads the model and the store's pages as the first prompt would; reading only, no access counted.
+        state.engram().recall("warm up", k=1, bump=False, evidence=False)
+
+    stopped = server.serve(
+        path, str(state.paths.db), lambda request: server.run_command(root, request), idle_seconds,
+        lock_fd=lock_fd, warm_up=warm_up,
+    )  # fmt: skip
+    logging.getLogger(__name__).info("warm service stopped: %s", stopped)
 
 
 def schedule(ctx: typer.Context, as_json: JsonOpt = False) -> None:

@@ -136,8 +136,31 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class Embed:
+    # About 1.6 KB per entry at 384 dimensions: the default bounds the file near 80 MB.
+    cache_entries: int = setting(
+        50000,
+        "vectors kept in the embedding cache (engram's cache directory), least recently used dropped first; "
+        "0 turns it off",
+    )
+
+
+@dataclass(frozen=True)
 class Store:
     busy_timeout_ms: int = setting(10000, "how long a writer waits for another")
+    vector_index: bool = setting(
+        True,
+        "KNN searches the vector index (a copy of the vectors under the cache directory, rebuilt from the database "
+        "when needed); false = sqlite-vec's own, slower KNN",
+    )
+    vector_approx_rows: int = setting(
+        200000,
+        "above this many rows to search, KNN picks candidates by the sign bits of the vectors and scores only "
+        "those exactly (recall@10 ≥ 0.98); 0 = always exact",
+    )
+    vector_rerank: int = setting(
+        1000, "candidates the approximate KNN scores exactly (at least 20 per neighbour asked for)"
+    )
 
 
 @dataclass(frozen=True)
@@ -179,6 +202,11 @@ class Hooks:
     prompt_time_limit_s: float = setting(
         5.0, "the per-prompt hook gives up (and injects nothing) after this long, so a prompt never waits on it"
     )
+    warm_idle_s: float = setting(
+        900.0,
+        "the per-prompt hook's warm service (`engram hooks serve`, started by the hook) stops after this many "
+        "seconds without a prompt; 0 turns the warm path off (every prompt starts engram afresh)",
+    )
 
 
 @dataclass(frozen=True)
@@ -200,6 +228,7 @@ class Settings:
     summarizer: Summarizer = field(default_factory=Summarizer)
     extract: Extract = field(default_factory=Extract)
     evidence: Evidence = field(default_factory=Evidence)
+    embed: Embed = field(default_factory=Embed)
     store: Store = field(default_factory=Store)
     audit: Audit = field(default_factory=Audit)
     redact: Redact = field(default_factory=Redact)

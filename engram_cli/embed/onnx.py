@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -31,11 +32,33 @@ class OnnxEmbedder:
         self.manifest = manifest
         self.model_id = manifest.id
         self.dim = manifest.dim
-        self._encoder = _load_encoder(manifest)
-        self._session = _load_session(manifest, threads)
+        self._threads = threads
+        # Missing files are said now; reading them waits for the first text to embed.
+        _require(manifest, TOKENIZER_FILE)
+        _require(manifest, MODEL_FILE)
+        self._loaded_encoder: TextEncoder | None = None
+        self._loaded_session: Any = None
+        self._loading = threading.Lock()  # two threads embedding at once load each file once
 
     def __repr__(self) -> str:
         return f"OnnxEmbedder({self.model_id!r}, dim={self.dim})"
+
+    # The tokenizer and the session load when the first text is embedded: a command that may embed
+    # and then does not (add or set of a text already stored, import of records with their vectors)
+    # never pays for them.
+    @property
+    def _encoder(self) -> TextEncoder:
+        with self._loading:
+            if self._loaded_encoder is None:
+                self._loaded_encoder = _load_encoder(self.manifest)
+            return self._loaded_encoder
+
+    @property
+    def _session(self) -> Any:
+        with self._loading:
+            if self._loaded_session is None:
+                self._loaded_session = _load_session(self.manifest, self._threads)
+            return self._loaded_session
 
     def embed_batch(
         self,

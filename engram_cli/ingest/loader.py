@@ -16,13 +16,14 @@ is reported as its error (the file is read again next time) while the others go 
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -48,8 +49,13 @@ from engram_cli.timeutil import iso_now, normalize_iso
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
+_T = TypeVar("_T")
 # Items written per add_many batch inside a file's transaction.
 WRITE_BATCH = 64
+# Files read before their texts are embedded together and written (one transaction each): at most
+# this many files, or fewer once they hold this many texts (memories and evidence turns).
+WINDOW_FILES = 32
+WINDOW_TEXTS = 1000
 # How long past --max-seconds a file may still be read before it is abandoned (see limits.hard_stop).
 HARD_STOP_GRACE_S = 10.0
 NOT_REGULAR = "not a regular file"
@@ -209,6 +215,30 @@ class _FilePlan:
     turns: dict[str, list[TurnText]] = field(default_factory=dict)
 
 
+@dataclass
+class _Staged:
+    new: list[tuple[Planned, remember.NewMemory, Item, Session]] = field(default_factory=list)
+    rewrites: list[tuple[Planned, str, Item]] = field(default_factory=list)
+    talk: list[conversation.SessionTurns] = field(default_factory=list)
+
+
+@dataclass
+class _Window:
+    """Files read and extracted, waiting to be written together (see Loader.run_source)."""
+
+    plans: list[_FilePlan] = field(default_factory=list)
+    sessions: set[str] = field(default_factory=set)
+    texts: int = 0
+
+    def add(self, plan: _FilePlan) -> None:
+        self.plans.append(plan)
+        self.sessions.update(session.key for session, _, _, _ in plan.sessions)
+        self.texts += sum(len(items) for _, _, items, _ in plan.sessions) + sum(map(len, plan.turns.values()))
+
+    def full(self) -> bool:
+        return len(self.plans) >= WINDOW_FILES or self.texts >= WINDOW_TEXTS
+
+
 class Loader:
     def __init__(
         self,
@@ -229,10 +259,24 @@ class Loader:
         self.stopped_early = False
         self.abandoned: list[str] = []
         self._writer: remember.Writer | None = None
+        # Vectors of the texts of the files being written, by text; emptied after each window.
+        self._vectors: dict[str, np.ndarray] = {}
+        # Items the window's first staging prepared (checked, redacted), for their write; by id of the Item,
+        # which the window's plans hold until it is written.
+        self._prepared: dict[int, remember.NewMemory] = {}
+        self._staging_ahead = False
 
     # reading and extracting (no database writes)
 
     def plan_file(self, imp: Importer, path: Path, report: SourceReport) -> _FilePlan | None:
+        """Read ``path`` from its cursor and extract its memories; None when there is nothing to write."""
+        read = self.read_file(imp, path, report)
+        if read is None or isinstance(read, _FilePlan):
+            return read
+        return self.extract_file(imp, *read, report)
+
+    def read_file(self, imp: Importer, path: Path, report: SourceReport) -> tuple[str, Batch] | _FilePlan | None:
+        """The new part of ``path`` (its key and batch, scrubbed), a plan that only moves its cursor, or None."""
         key = textmod.clean(str(path))
         kind = files.irregular(path)
         if kind is not None:
@@ -280,6 +324,10 @@ class Loader:
             report.changed += 1
         report.skipped.update(batch.skipped)
         report.notes.extend(batch.notes)
+        return key, batch
+
+    def extract_file(self, imp: Importer, key: str, batch: Batch, report: SourceReport) -> _FilePlan | None:
+        """The memories of a read batch; None (an error reported, the cursor kept) when extraction fails."""
         try:
             return self._extract(imp, key, batch, report)
         except InvalidInput as exc:
@@ -326,8 +374,45 @@ class Loader:
         return self._writer
 
     def write_file(self, imp: Importer, plan: _FilePlan, report: SourceReport) -> None:
-        new: list[tuple[Planned, remember.NewMemory, Item, Session]] = []
-        rewrites: list[tuple[Planned, str, Item]] = []
+        staged = self._stage(imp, plan, report)
+        if self.dry_run:
+            return
+        # Embed outside the write transaction so other writers wait for our rows, not our model.
+        writer = self.writer()
+        new, rewrites, talk = staged.new, staged.rewrites, staged.talk
+        passages = conversation.passages(talk)
+        self._embed(self._texts(writer, staged) + passages)
+        vectors = self._vectors
+        turn_vectors = (
+            np.stack([vectors[p] for p in passages]) if passages else np.zeros((0, writer.dim), dtype=np.float32)
+        )
+        writer = remember.with_vectors(writer, vectors)
+        at = iso_now()
+        made: list[tuple[str, Item, str]] = []  # (session, item, the memory it is in)
+        with self.store.write():
+            for start in range(0, len(new), WRITE_BATCH):
+                chunk = new[start : start + WRITE_BATCH]
+                results = writer.write_batch([n for _, n, _, _ in chunk])
+                for (planned, _, item, session), result in zip(chunk, results, strict=True):
+                    planned.action = result.action
+                    planned.memory_id = result.memory.id
+                    self._remember_item(imp.name, session.key, item, result.memory.id, at)
+                    made.append((session.key, item, result.memory.id))
+            for planned, memory_id, item in rewrites:
+                self._rewrite(planned, memory_id, item, vectors[item.content], imp.name, at)
+            if talk:
+                conversation.write(self.store, talk, turn_vectors, writer.model_id, at, contact=self.contact)
+                self._link(talk, plan, imp.name, made)
+                touched = sorted({t.namespace for t in talk})
+                bounds = replace(self.port.evidence_bounds, max_age_days=0.0)
+                evidencemod.prune(self.store, bounds, namespaces=touched)
+            for session, namespace, _, digest in plan.sessions:
+                save_digest(self.store, imp.name, session, namespace, digest)
+            save_cursor(self.store, imp.name, plan.batch.cursor)
+
+    def _stage(self, imp: Importer, plan: _FilePlan, report: SourceReport) -> _Staged:
+        """What writing ``plan`` would do, from the database as it is now: new memories, rewrites, turns."""
+        staged = _Staged()
         for session, project_ns, items, _ in plan.sessions:
             for item in items:
                 namespace = self.namespaces.of_item(item, project_ns)
@@ -342,7 +427,7 @@ class Loader:
                         planned.action = "unchanged"
                     else:
                         planned.action = "updated"
-                        rewrites.append((planned, known.memory_id, item))
+                        staged.rewrites.append((planned, known.memory_id, item))
                     continue
                 fields: dict[str, Any] = {
                     "content": item.content,
@@ -370,49 +455,58 @@ class Loader:
                     except InvalidInput:
                         report.skipped["unreadable time"] += 1
                 try:
-                    new.append((planned, self.port.prepare(fields), item, session))
+                    staged.new.append((planned, self._prepare(item, fields), item, session))
                 except InvalidInput as exc:
                     planned.action = "unchanged"
                     report.skipped["unusable memory"] += 1
                     report.notes.append(f"{plan.path} {session.key} {item.key}: {exc.message}")
-        talk = [
+        staged.talk = [
             conversation.plan(self.store, imp.name, session, project_ns, plan.turns[session.key])
             for session, project_ns, _, _ in plan.sessions
             if plan.turns.get(session.key)
         ]
-        report.evidence += sum(len(t.new) for t in talk)
-        if self.dry_run:
-            return
-        # Embed outside the write transaction so other writers wait for our rows, not our model.
-        texts = list(dict.fromkeys([n.content for _, n, _, _ in new] + [i.content for _, _, i in rewrites]))
-        writer = self.writer()
-        vectors = writer.embed(texts) if texts else np.zeros((0, writer.dim), dtype=np.float32)
-        cache = dict(zip(texts, vectors, strict=True))
-        passages = conversation.passages(talk)
-        turn_vectors = writer.embed(passages) if passages else np.zeros((0, writer.dim), dtype=np.float32)
-        writer = with_vectors(writer, cache)
-        at = iso_now()
-        made: list[tuple[str, Item, str]] = []  # (session, item, the memory it is in)
-        with self.store.write():
-            for start in range(0, len(new), WRITE_BATCH):
-                chunk = new[start : start + WRITE_BATCH]
-                results = writer.write_batch([n for _, n, _, _ in chunk])
-                for (planned, _, item, session), result in zip(chunk, results, strict=True):
-                    planned.action = result.action
-                    planned.memory_id = result.memory.id
-                    self._remember_item(imp.name, session.key, item, result.memory.id, at)
-                    made.append((session.key, item, result.memory.id))
-            for planned, memory_id, item in rewrites:
-                self._rewrite(planned, memory_id, item, cache[item.content], imp.name, at)
-            if talk:
-                conversation.write(self.store, talk, turn_vectors, writer.model_id, at, contact=self.contact)
-                self._link(talk, plan, imp.name, made)
-                touched = sorted({t.namespace for t in talk})
-                bounds = replace(self.port.evidence_bounds, max_age_days=0.0)
-                evidencemod.prune(self.store, bounds, namespaces=touched)
-            for session, namespace, _, digest in plan.sessions:
-                save_digest(self.store, imp.name, session, namespace, digest)
-            save_cursor(self.store, imp.name, plan.batch.cursor)
+        report.evidence += sum(len(t.new) for t in staged.talk)
+        return staged
+
+    def _prepare(self, item: Item, fields: dict[str, Any]) -> remember.NewMemory:
+        """``port.prepare(fields)``, or what the window's first staging of this item prepared (not yet written)."""
+        prepared = self._prepared.pop(id(item), None)
+        if prepared is None:
+            prepared = self.port.prepare(fields)
+            if self._staging_ahead:
+                self._prepared[id(item)] = prepared
+        return prepared
+
+    @staticmethod
+    def _texts(writer: remember.Writer, staged: _Staged) -> list[str]:
+        """The memory texts writing ``staged`` embeds: new memories' passages, rewritten contents."""
+        return writer.texts_to_embed([n for _, n, _, _ in staged.new]) + [i.content for _, _, i in staged.rewrites]
+
+    def _embed(self, texts: Sequence[str]) -> None:
+        """Vectors for those of ``texts`` the window has none for yet, in one call to the embedder."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if missing:
+            self._vectors.update(zip(missing, self.writer().embed(missing), strict=True))
+
+    def _prefetch(self, imp: Importer, plans: Sequence[_FilePlan]) -> None:
+        """Embed what the window's files will need in one call, so the model gets few big batches.
+
+        The files are staged against a scratch report, as the database is now; each is staged again
+        when it is written (after the files before it), and embeds then whatever this missed. Any
+        failure here is left for that write to meet and report as the file's own.
+        """
+        texts: list[str] = []
+        self._staging_ahead = True
+        try:
+            writer = self.writer()
+            for plan in plans:
+                staged = self._stage(imp, plan, SourceReport(imp.name))
+                texts += self._texts(writer, staged) + conversation.passages(staged.talk)
+            self._embed(texts)
+        except Exception:
+            log.debug("embedding %d files' texts together failed; each file embeds its own", len(plans), exc_info=True)
+        finally:
+            self._staging_ahead = False
 
     def _link(
         self, talk: list[conversation.SessionTurns], plan: _FilePlan, source: str, made: list[tuple[str, Item, str]]
@@ -459,25 +553,64 @@ class Loader:
         self._remember_item(source, planned.session, item, memory_id, at)
 
     def run_source(self, imp: Importer, paths: Sequence[Path], report: SourceReport) -> None:
+        """Read, extract and write ``paths``, one transaction per file.
+
+        Files are read and extracted a window at a time (WINDOW_FILES files or WINDOW_TEXTS texts),
+        then the window's texts are embedded together and its files written in order, so the model
+        gets a few big calls rather than one per file. A file that continues a session of the
+        window is read only after the window is written, since its extraction starts from what
+        the session's earlier part left in the database.
+        """
         report.files = len(paths)
+        window = _Window()
+        finished = False
         for done, path in enumerate(paths):
             if self.deadline is not None and self.deadline.passed():
                 self.stopped_early = True
-                return
+                break
             self.progress(done, len(paths))
-            plan = self._plan_in_time(imp, path, report)
+            read = self._in_time(path, report, functools.partial(self.read_file, imp, path, report))
             if self.abandoned:
-                return
-            if plan is not None:
-                self._write_or_report(imp, plan, report)
-        self.progress(len(paths), len(paths))
+                break
+            if isinstance(read, tuple):
+                key, batch = read
+                if window.sessions & {session.key for session in batch.sessions}:
+                    self._flush(imp, window, report)
+                    window = _Window()
+                read = self._in_time(path, report, functools.partial(self.extract_file, imp, key, batch, report))
+                if self.abandoned:
+                    break
+            if read is not None:
+                window.add(read)
+            if window.full():
+                self._flush(imp, window, report)
+                window = _Window()
+        else:
+            finished = True
+        self._flush(imp, window, report)
+        if finished:
+            self.progress(len(paths), len(paths))
 
-    def _plan_in_time(self, imp: Importer, path: Path, report: SourceReport) -> _FilePlan | None:
-        """``plan_file``, given up (nothing written, the run ends) if it runs far past the deadline."""
+    def _flush(self, imp: Importer, window: _Window, report: SourceReport) -> None:
+        """Write the window's files in order, their texts embedded together first."""
+        if not window.plans:
+            return
+        try:
+            if not self.dry_run:
+                self._prefetch(imp, window.plans)
+            for plan in window.plans:
+                self._write_or_report(imp, plan, report)
+        finally:
+            self._vectors.clear()
+            self._prepared.clear()
+
+    def _in_time(self, path: Path, report: SourceReport, step: Callable[[], _T]) -> _T | None:
+        """``step`` (reading or extracting ``path``), given up (nothing written, the run ends) if it runs far
+        past the deadline."""
         budget = None if self.deadline is None else self.deadline.left() + HARD_STOP_GRACE_S
         try:
             with limits.hard_stop(budget):
-                return self.plan_file(imp, path, report)
+                return step()
         except limits.Abandoned:
             where = textmod.clean(str(path))
             self.abandoned.append(where)
@@ -498,16 +631,6 @@ class Loader:
             del report.memories[before:]
             log.debug("writing what was read from %s failed", plan.path, exc_info=True)
             report.error(f"{plan.path}: could not be written ({describe(exc)})")
-
-
-def with_vectors(writer: remember.Writer, vectors: Mapping[str, np.ndarray]) -> remember.Writer:
-    """A copy of ``writer`` that takes the vectors of texts embedded beforehand, embedding only the others."""
-    embed = writer.embed
-
-    def cached(texts: Sequence[str]) -> np.ndarray:
-        return np.stack([vectors[t] if t in vectors else embed([t])[0] for t in texts])
-
-    return replace(writer, embed=cached)
 
 
 def _files(imp: Importer, path: Path | None, env: Mapping[str, str], home: Path) -> list[Path]:

@@ -10,7 +10,7 @@ through the same analysis, so both sides agree.
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import re
 import string
 import unicodedata
@@ -18,24 +18,42 @@ from typing import Any
 
 # Han ideographs (with extension A and compatibility), kana, hangul.
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_CJK_RUN = re.compile(f"[{_CJK}]+")
-_CJK_CHAR = re.compile(f"[{_CJK}]")
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?|[A-Za-z0-9_]+", re.UNICODE)
+
+
 # Code identifiers: joined by _ - . / : (src/db.py, max_retry), camelCase, PascalCase. Every alternative
 # must cost time in proportion to what it reads, or one long run of letters becomes quadratic: a scan
 # that failed at the start of a run of letters fails at every later letter of that run too, so the
 # lookbehinds skip those restarts, and the possessive quantifiers never give back what they matched.
 # The matches are the ones the unguarded pattern finds (tests/test_text.py checks it against that pattern).
-_IDENT = re.compile(
-    r"(?<![A-Za-z0-9])[A-Za-z0-9]++(?:[_\-./:][A-Za-z0-9]++)+"
-    r"|(?<![a-z])[a-z]++[A-Z][A-Za-z0-9]*+"
-    r"|[A-Z][a-z0-9]++[A-Z][A-Za-z0-9]*+"
-)
+# Compiled on first use, like the classes below: it takes milliseconds.
+@functools.cache
+def _ident() -> re.Pattern[str]:
+    return re.compile(
+        r"(?<![A-Za-z0-9])[A-Za-z0-9]++(?:[_\-./:][A-Za-z0-9]++)+"
+        r"|(?<![a-z])[a-z]++[A-Z][A-Za-z0-9]*+"
+        r"|[A-Z][a-z0-9]++[A-Z][A-Za-z0-9]*+"
+    )
+
+
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _SPACE = re.compile(r"\s+")
+
+
+# The character classes with wide ranges take milliseconds each to compile, which every command
+# would pay on import; they are compiled the first time text needs them.
+@functools.cache
+def _cjk_run() -> re.Pattern[str]:
+    return re.compile(f"[{_CJK}]+")
+
+
 # A UTF-16 surrogate on its own: JSON may escape one (`"\ud800"`) and a file name that is not UTF-8
 # decodes into them, but UTF-8 cannot encode them, so SQLite and every encoder refuse the text.
-_SURROGATE = re.compile("[\ud800-\udfff]")
+@functools.cache
+def _surrogate() -> re.Pattern[str]:
+    return re.compile("[\ud800-\udfff]")
+
+
 # A longer term is a blob (base64, a key, a minified line, a long path joined into one term), not a word
 # anyone types into a search, so the keyword index and queries leave it out; the parts of a long
 # identifier or path still count. 64 keeps a SHA-256 in hex and any identifier people write by hand.
@@ -62,9 +80,9 @@ STOPWORDS = frozenset(
 
 def clean(text: str) -> str:
     """``text`` safe to store and encode: each lone surrogate becomes U+FFFD; unchanged (and quick) when none."""
-    if text.isascii() or _SURROGATE.search(text) is None:
+    if text.isascii() or _surrogate().search(text) is None:
         return text
-    return _SURROGATE.sub("\ufffd", text)
+    return _surrogate().sub("\ufffd", text)
 
 
 def clean_data(value: Any) -> Any:
@@ -86,6 +104,8 @@ def normalize(text: str) -> str:
 def content_hash(text: str) -> str:
     """Hash that identifies exact duplicates: case and whitespace differences do not count."""
     canonical = _SPACE.sub(" ", unicodedata.normalize("NFKC", text)).strip().casefold()
+    import hashlib  # its OpenSSL start-up is paid by the commands that hash text, not by every import
+
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -114,7 +134,7 @@ def analyze(text: str) -> list[str]:
     text = unicodedata.normalize("NFKC", text)
     terms: list[str] = []
     pos = 0
-    for match in _CJK_RUN.finditer(text):
+    for match in _cjk_run().finditer(text):
         terms.extend(_latin_terms(text[pos : match.start()]))
         terms.extend(_cjk_terms(match.group()))
         pos = match.end()
@@ -124,12 +144,12 @@ def analyze(text: str) -> list[str]:
 
 def _latin_terms(chunk: str) -> list[str]:
     out: list[str] = []
-    for ident in _IDENT.finditer(chunk):
+    for ident in _ident().finditer(chunk):
         token = ident.group()
         # The whole identifier (joined) and its words both become terms.
         out.append(re.sub(r"[_\-./:]+", "_", token).lower())
         out.extend(p.lower() for p in _identifier_parts(token))
-    rest = _IDENT.sub(" ", chunk)
+    rest = _ident().sub(" ", chunk)
     out.extend(w.lower() for w in _WORD.findall(rest))
     return out
 
@@ -163,13 +183,25 @@ def script_of(text: str) -> str:
     Embedding models place texts of one script closer together than texts across
     scripts, so similarity thresholds are calibrated per pair of scripts.
     """
-    cjk = len(_CJK_CHAR.findall(text))
-    letters = sum(map(text.count, string.ascii_letters))
-    return "cjk" if cjk and cjk * 3 >= letters else "latin"
+    cjk = _cjk_chars(text)
+    if not cjk:
+        return "latin"
+    # In UTF-8 every byte of a non-ASCII character is >= 0x80, so the ASCII letters are exactly
+    # the bytes deleted here: one pass in C instead of one per letter.
+    data = text.encode("utf-8", "surrogatepass")
+    letters = len(data) - len(data.translate(None, _ASCII_LETTERS))
+    return "cjk" if cjk * 3 >= letters else "latin"
+
+
+_ASCII_LETTERS = string.ascii_letters.encode("ascii")
+
+
+def _cjk_chars(text: str) -> int:
+    return 0 if text.isascii() else sum(map(len, _cjk_run().findall(text)))
 
 
 def estimate_tokens(text: str) -> int:
     """Rough token count for prompt budgets: a CJK character ~1 token, ~4 other characters a token."""
-    cjk = len(_CJK_CHAR.findall(text))
+    cjk = _cjk_chars(text)
     other = len(text) - cjk
     return cjk + (other + 3) // 4

@@ -22,6 +22,11 @@ one group per transaction, re-checking each row's version, so writers that run a
 the same time are never overwritten: a row they changed is simply left for the
 next run. The plan is a fixed point: a second run right after the first finds
 nothing to do.
+
+Similar pairs come from :mod:`engram_cli.memory.neighbours` (tiled products, only pairs above
+the threshold leave numpy). A dry run embeds nothing: a new memory's vector, needed to find its
+twin among the kept facts (step 3) and the leftover episodes it takes in (step 4), is estimated
+as the normalised mean of its episodes' vectors, so those joins are an estimate in a dry run.
 """
 
 from __future__ import annotations
@@ -41,10 +46,10 @@ from engram_cli.errors import ConflictError, InvalidInput, NotFound
 from engram_cli.lang import redact
 from engram_cli.lang import text as textmod
 from engram_cli.memory import decay as decaymod
-from engram_cli.memory import records
+from engram_cli.memory import neighbours, records
 from engram_cli.memory.model import Filters, Memory, Source
 from engram_cli.memory.remember import MAX_CONTENT_CHARS, MERGE_IMPORTANCE_BOOST
-from engram_cli.memory.similarity import merge_decision, stem
+from engram_cli.memory.similarity import Profile, merge_decision, profile, stem
 from engram_cli.serialize import to_json
 from engram_cli.store.db import Store
 from engram_cli.timeutil import from_iso, now, to_iso
@@ -54,7 +59,7 @@ log = logging.getLogger(__name__)
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
 Progress = Callable[[int, int], None]
 
-# Rows of the similarity matrix computed at once: 256 x 100k float32 is 100 MB.
+# Summary vectors compared with the kept facts at once: 256 x 100k float32 is 100 MB.
 BLOCK = 256
 SUMMARY_SENTENCES = 4
 SUMMARY_CHARS = 480
@@ -384,32 +389,32 @@ def _leader_clusters(group: _Group, eligible: np.ndarray, settings: Settings, th
     episodes = np.flatnonzero(eligible)
     if len(episodes) < settings.min_cluster:
         return clusters
-    emat = group.matrix[episodes]
+    scripts = group.scripts[episodes]
+    # The pairs above the lowest threshold, then each held to the threshold of its two scripts
+    # (the matrix is symmetric, so it does not matter which side leads).
+    pairs = neighbours.pairs_above(group.matrix[episodes], float(thresholds.min()))
+    pairs = pairs.take(pairs.score >= thresholds[scripts[pairs.left], scripts[pairs.right]])
+    near = neighbours.Neighbours.of(len(episodes), pairs)
     times = None
     if settings.window_days:
         times = np.array([from_iso(group.rows[i].created_at).timestamp() for i in episodes])
     window = settings.window_days * 86400
-    for start in range(0, len(episodes), BLOCK):
-        block = episodes[start : start + BLOCK]
-        sims = emat[start : start + BLOCK] @ emat.T
-        close = sims >= thresholds[group.scripts[block]][:, group.scripts[episodes]]
-        for offset, leader in enumerate(block):
-            if group.taken[leader]:
-                continue
-            near = np.flatnonzero(close[offset])
-            members = [int(j) for j in near if episodes[j] != leader and not group.taken[episodes[j]]]
-            if times is not None:
-                t0 = times[start + offset]
-                members = [j for j in members if abs(times[j] - t0) <= window]
-            if len(members) + 1 < settings.min_cluster:
-                continue
-            # The closest first, so a capped cluster keeps its core.
-            members.sort(key=lambda j: (-float(sims[offset, j]), j))
-            members = members[: settings.max_cluster - 1]
-            chosen = sorted([int(leader), *(int(episodes[j]) for j in members)])
-            group.taken[chosen] = True
-            rows = [group.rows[i] for i in chosen]
-            clusters.append(Cluster(group.namespace, group.agent, group.model, rows))
+    for offset, leader in enumerate(episodes.tolist()):
+        if group.taken[leader] or near.count(offset) + 1 < settings.min_cluster:
+            continue
+        # Closest first (ties: the older episode), so a capped cluster keeps its core.
+        candidates, _ = near.of_row(offset)
+        members = [j for j in candidates if not group.taken[episodes[j]]]
+        if times is not None:
+            t0 = times[offset]
+            members = [j for j in members if abs(times[j] - t0) <= window]
+        if len(members) + 1 < settings.min_cluster:
+            continue
+        members = members[: settings.max_cluster - 1]
+        chosen = sorted([leader, *(int(episodes[j]) for j in members)])
+        group.taken[chosen] = True
+        rows = [group.rows[i] for i in chosen]
+        clusters.append(Cluster(group.namespace, group.agent, group.model, rows))
     return clusters
 
 
@@ -425,28 +430,34 @@ def _fold_duplicates(group: _Group, threshold: float) -> list[Fold]:
     free = np.flatnonzero(~group.taken)
     if len(free) < 2:
         return folds
-    order = sorted(free, key=lambda i: (-group.rows[i].importance, group.rows[i].created_at, group.rows[i].pk))
+    near = neighbours.Neighbours.of(len(free), neighbours.pairs_above(group.matrix[free], threshold))
+    rows = [group.rows[i] for i in free]
+    order = sorted(range(len(free)), key=lambda k: (-rows[k].importance, rows[k].created_at, rows[k].pk))
     done = group.taken.copy()
-    fmat = group.matrix[free]
-    for start in range(0, len(order), BLOCK):
-        block = order[start : start + BLOCK]
-        sims = group.matrix[block] @ fmat.T
-        for offset, i in enumerate(block):
-            if done[i]:
+    profiles: dict[int, Profile] = {}
+
+    def prof(i: int) -> Profile:
+        if i not in profiles:
+            profiles[i] = profile(group.rows[i].content)
+        return profiles[i]
+
+    for k in order:
+        i = int(free[k])
+        if done[i]:
+            continue
+        done[i] = True
+        if not near.count(k):
+            continue
+        survivor = group.rows[i]
+        for j, similarity in zip(*near.of_row(k), strict=True):
+            other = int(free[j])
+            if done[other]:
                 continue
-            done[i] = True
-            survivor = group.rows[i]
-            near = np.flatnonzero(sims[offset] >= threshold)
-            for j in sorted(near, key=lambda j: -float(sims[offset, j])):
-                other = int(free[j])
-                if done[other]:
-                    continue
-                similarity = float(sims[offset, j])
-                if merge_decision(survivor.content, group.rows[other].content, similarity, threshold)[0]:
-                    done[other] = group.taken[other] = True
-                    folds.append(
-                        Fold("duplicate", group.namespace, group.rows[other], survivor.id, survivor.pk, similarity)
-                    )
+            if merge_decision(prof(i), prof(other), similarity, threshold)[0]:
+                done[other] = group.taken[other] = True
+                folds.append(
+                    Fold("duplicate", group.namespace, group.rows[other], survivor.id, survivor.pk, similarity)
+                )
     return folds
 
 
@@ -729,9 +740,14 @@ def _plan_group(
                 continue
         ready.append(cluster)
     if ready:
-        matrix = embed_for(group.model)([c.content for c in ready])
-        for cluster, vector in zip(ready, matrix, strict=True):
-            cluster.vector = np.asarray(vector, dtype=np.float32)
+        if dry_run:
+            # A plan is not worth an embedding: each summary is placed at its episodes' mean.
+            for cluster in ready:
+                cluster.vector = _estimate(group, [position[m.pk] for m in cluster.members])
+        else:
+            matrix = embed_for(group.model)([c.content for c in ready])
+            for cluster, vector in zip(ready, matrix, strict=True):
+                cluster.vector = np.asarray(vector, dtype=np.float32)
         ready = _existing_twins(group, ready, settings, folds)
     made: list[Cluster] = []
     for cluster in ready:
@@ -758,23 +774,31 @@ def _plan_group(
             report.folds.append(fold)
 
 
+def _estimate(group: _Group, members: list[int]) -> np.ndarray:
+    """Where a summary of these rows is expected to embed (dry run): their normalised mean vector."""
+    mean: np.ndarray = group.matrix[members].mean(axis=0)
+    return np.asarray(mean / max(float(np.linalg.norm(mean)), 1e-12), dtype=np.float32)
+
+
 def _existing_twins(group: _Group, ready: list[Cluster], settings: Settings, folds: list[Fold]) -> list[Cluster]:
     """Clusters whose summary would be a near duplicate of a fact already kept join that fact instead."""
     threshold = settings.merge_threshold.get(group.model, 1.01)
     facts = np.flatnonzero(~group.taken & np.array([r.type != "episodic" for r in group.rows], dtype=bool))
     if not len(facts):
         return ready
+    fmat = group.matrix[facts]
+    vectors = np.stack([c.vector for c in ready if c.vector is not None])
     keep: list[Cluster] = []
-    for cluster in ready:
-        assert cluster.vector is not None
-        sims = group.matrix[facts] @ cluster.vector
-        best = int(sims.argmax())
-        twin = group.rows[int(facts[best])]
-        score = float(sims[best])
-        if score >= threshold and merge_decision(twin.content, cluster.content, score, threshold)[0]:
-            folds.extend(Fold("joined", group.namespace, m, twin.id, twin.pk, score) for m in cluster.members)
-        else:
-            keep.append(cluster)
+    for start in range(0, len(ready), BLOCK):
+        sims = vectors[start : start + BLOCK] @ fmat.T
+        best = sims.argmax(axis=1)
+        for k, cluster in enumerate(ready[start : start + BLOCK]):
+            twin = group.rows[int(facts[best[k]])]
+            score = float(sims[k, best[k]])
+            if score >= threshold and merge_decision(twin.content, cluster.content, score, threshold)[0]:
+                folds.extend(Fold("joined", group.namespace, m, twin.id, twin.pk, score) for m in cluster.members)
+            else:
+                keep.append(cluster)
     return keep
 
 

@@ -15,9 +15,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from engram_cli.lang import text as textmod
 from engram_cli.memory import relevance as relevancemod
@@ -25,6 +23,9 @@ from engram_cli.memory.decay import decay_score
 from engram_cli.memory.model import Filters, Turn
 from engram_cli.store.db import Store
 from engram_cli.timeutil import from_iso, now, to_iso
+
+if TYPE_CHECKING:
+    import numpy as np  # imported by search(): `engram inspect` lists a memory's turns without it
 
 # How much of each neighbouring turn goes into a turn's passage (its vector), for context.
 CONTEXT_CHARS = 240
@@ -161,7 +162,7 @@ class EvidenceHit:
         return self.json_form(explain=explain)
 
 
-QueryEmbedder = Callable[[str, str], np.ndarray]
+QueryEmbedder = Callable[[str, str], "np.ndarray"]
 
 
 def memory_only(filters: Filters) -> list[str]:
@@ -192,6 +193,8 @@ def search(
     """The ``k`` best turns for ``query`` in the filters' namespaces (and time and session), and the relevance
     of each candidate the floor dropped. Ranked as memories are: vector and keyword lists fused by
     reciprocal rank, each hit judged by the calibrated relevance model on the same evidence features."""
+    import numpy as np
+
     query = textmod.normalize(query)
     if not query or k < 1:
         return [], []

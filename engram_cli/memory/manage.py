@@ -8,24 +8,25 @@ import re
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from engram_cli.errors import InvalidInput, ModelError
 from engram_cli.lang import text as textmod
-from engram_cli.memory import compact as compactmod
-from engram_cli.memory import evidence as evidencemod
-from engram_cli.memory import records, repair
+from engram_cli.memory import records
 from engram_cli.memory.model import Event, Filters, Memory
 from engram_cli.store.codec import dumps
-from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now
+
+# Reading (get, list, inspect) needs none of what purging does: numpy, compact, repair.
+if TYPE_CHECKING:
+    import numpy as np
+
+    from engram_cli.store.db import Store
 
 log = logging.getLogger(__name__)
 
 # model id -> (embed passages, dimension), as the API hands out its models.
-Embedder = Callable[[str], tuple[Callable[[Sequence[str]], np.ndarray], int]]
+Embedder = Callable[[str], tuple[Callable[[Sequence[str]], "np.ndarray"], int]]
 
 
 def get(store: Store, ref: str) -> Memory:
@@ -113,6 +114,8 @@ def forget(
             result.edited = [i for i in result.edited if i not in gone]
             result.consolidated = [i for i in result.consolidated if i not in gone]
     if hard and results:
+        from engram_cli.memory import repair
+
         repair.scrub(store)  # the keyword index's old segments and the WAL still hold the text
     return results
 
@@ -169,6 +172,8 @@ class _Purger:
         result = ForgetResult(memory.id, "purged", note=note)
         results = [result]
         result.consolidated = self._release(memory)
+        from engram_cli.memory import evidence as evidencemod
+
         # Before the row goes: its links to the turns it was made from go with it.
         evidencemod.purge_for(self.store, memory.pk, memory.content)
         self.store.memories.purge(memory)
@@ -238,6 +243,8 @@ class _Purger:
         if wording == fact.content:
             return None
         if not textmod.analyze(wording):
+            from engram_cli.memory import compact as compactmod
+
             episodes = self.store.sources.supplements(fact.pk, kind="compact")
             wording = compactmod.extractive_summary(episodes) if episodes else ""
         content_hash = textmod.content_hash(wording)
@@ -292,6 +299,8 @@ class _Purger:
                 log.warning("model %s is not available: `engram audit --fix` embeds %s", memory.embedding_model,
                             memory.id[:8])  # fmt: skip
             else:
+                import numpy as np
+
                 vector = np.asarray(embed([memory.passage]), dtype=np.float32)[0]
                 self.store.vectors.put(
                     memory.embedding_model, memory.pk, vector, namespace=memory.namespace, status=memory.status,
@@ -307,6 +316,8 @@ def without_sentences(wording: str, purged: str, keep: Sequence[str]) -> str:
     Sentences are split the way compact split them when it chose them, so its summaries come
     apart where they were joined; a summary it clipped at a word may end in the start of one.
     """
+    from engram_cli.memory import compact as compactmod
+
     own = [s for s in compactmod._sentences(purged) if not any(s in k for k in keep)]
     clipped = wording.endswith("…")
     out = wording[:-1] if clipped else wording
@@ -371,7 +382,7 @@ def _blank(raw: str | None, text: str) -> str | None:
 
 def score_factors(memory: Memory) -> dict[str, float | str]:
     """The parts of a recall score that belong to the memory itself (relevance depends on the query)."""
-    from engram_cli.memory.recall import IMPORTANCE_BASE
+    from engram_cli.memory.model import IMPORTANCE_BASE
     from engram_cli.timeutil import from_iso, now
 
     days = max(0.0, (now() - from_iso(memory.decay_start)).total_seconds() / 86400)

@@ -16,6 +16,9 @@ STATUSES = ("active", "superseded", "archived")
 DEFAULT_TYPE = "semantic"
 DEFAULT_IMPORTANCE = 0.5
 HIGH_IMPORTANCE = 0.8
+# A recall score weighs relevance by (IMPORTANCE_BASE + importance): an unimportant memory keeps
+# most of its relevance. Here, not in recall, so that `engram inspect` shows it without loading recall.
+IMPORTANCE_BASE = 0.6
 
 # Metadata key for text that explains a memory but is not part of it (the turns around a
 # chat message): embedded with it, never shown as its content. It is kept out of the

@@ -17,7 +17,7 @@ from engram_cli.lang import text as textmod
 from engram_cli.lang import timeexpr
 from engram_cli.memory import crosslingual
 from engram_cli.memory import relevance as relevancemod
-from engram_cli.memory.model import Filters, Memory
+from engram_cli.memory.model import IMPORTANCE_BASE, Filters, Memory
 from engram_cli.serialize import to_json
 from engram_cli.store.db import Store
 from engram_cli.store.vectors import MAX_KNN
@@ -31,7 +31,6 @@ log = logging.getLogger(__name__)
 # Rows scored exactly when KNN with over-sampling cannot fill the candidate list
 # because the filters are narrower than what the vector index can filter itself.
 EXACT_SCAN_LIMIT = 5000
-IMPORTANCE_BASE = 0.6
 # Share of their words two hits must have in common to count as copies of each other.
 COPY_OVERLAP = 0.6
 
@@ -112,21 +111,28 @@ class Hits(list[Hit]):
 QueryEmbedder = Callable[[str, str], np.ndarray]  # (model_id, query) -> unit vector
 
 
-def _vector_candidates(
-    store: Store, model_id: str, qvec: np.ndarray, filters: Filters, want: int
-) -> list[tuple[int, float]]:
-    """Up to ``want`` rows that pass every filter, nearest first."""
+def _ask(want: int) -> int:
+    return min(MAX_KNN, max(want * 4, 100))
+
+
+def _nearest(store: Store, model_id: str, qvecs: Sequence[np.ndarray], filters: Filters, want: int) -> list[Any]:
+    """The raw KNN lists of several query vectors, found in one pass over the rows that the index filters keep."""
     namespaces = filters.namespaces if filters.namespaces and len(filters.namespaces) <= 4 else None
-    ask = min(MAX_KNN, max(want * 4, 100))
-    near = store.vectors.knn(
-        model_id, qvec, ask,
+    return store.vectors.knn_many(
+        model_id, qvecs, _ask(want),
         namespaces=namespaces, statuses=filters.statuses or None, types=filters.types or None, agent=filters.agent,
     )  # fmt: skip
+
+
+def _vector_candidates(
+    store: Store, model_id: str, qvec: np.ndarray, filters: Filters, want: int, near: list[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """Up to ``want`` rows that pass every filter, nearest first, from ``near`` (the query's raw KNN list)."""
     if not near:
         return []
     allowed = store.memories.passing([pk for pk, _ in near], filters)
     kept = [(pk, sim) for pk, sim in near if pk in allowed]
-    if len(kept) >= want or len(near) < ask:
+    if len(kept) >= want or len(near) < _ask(want):
         return kept[:want]
     # Filters the vector index cannot apply (tags, time) threw most neighbours away:
     # score the rows that pass them exactly instead, when there are few enough.
@@ -186,6 +192,7 @@ def recall(
         # relevance of every hit is judged on its cosine.
         query_vectors: dict[str, np.ndarray] = {}
         moved_vectors: dict[str, tuple[str, np.ndarray]] = {}  # model -> (other script, the moved query)
+        near: dict[str, list[Any]] = {}  # model -> the raw KNN lists of the query (and its shift)
         for model_id in models:
             qvec = embed_query(model_id, query)
             query_vectors[model_id] = qvec
@@ -194,17 +201,20 @@ def recall(
                 moved_vectors[model_id] = moved
             if settings.vector_weight <= 0:
                 continue
-            vector_lists[model_id] = _vector_candidates(store, model_id, qvec, filters, want)
-            if moved is not None and settings.cross_weight > 0:
-                other, qvec2 = moved
-                found = _vector_candidates(store, model_id, qvec2, filters, want)
-                cross_lists[model_id] = (other, found)
+            # The query and its cross-language shift are scored in one pass; the time window's list
+            # (same index filters, only filtered further) reuses the query's.
+            cross = moved if moved is not None and settings.cross_weight > 0 else None
+            near[model_id] = _nearest(store, model_id, [qvec] if cross is None else [qvec, cross[1]], filters, want)
+            vector_lists[model_id] = _vector_candidates(store, model_id, qvec, filters, want, near[model_id][0])
+            if cross is not None:
+                found = _vector_candidates(store, model_id, cross[1], filters, want, near[model_id][1])
+                cross_lists[model_id] = (cross[0], found)
         keyword = _keyword_candidates(store, query, filters, want) if settings.keyword_weight > 0 else []
         timed: dict[str, list[tuple[int, float]]] = {}
         if when is not None:
             window = replace(filters, since=_later(filters.since, when.start), until=_earlier(filters.until, when.end))
             for model_id, qvec in query_vectors.items() if settings.vector_weight > 0 else []:
-                timed[f"vector:{model_id}"] = _vector_candidates(store, model_id, qvec, window, want)
+                timed[f"vector:{model_id}"] = _vector_candidates(store, model_id, qvec, window, want, near[model_id][0])
             if settings.keyword_weight > 0:
                 timed["keyword"] = _keyword_candidates(store, query, window, want)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from engram_cli.memory.similarity import merge_decision, profile, supersedes
 from engram_cli.store.codec import dumps
 from engram_cli.store.db import Store
 from engram_cli.timeutil import iso_now, normalize_iso
+
+if TYPE_CHECKING:
+    from engram_cli.store.vector_index import Prefetched
 
 log = logging.getLogger(__name__)
 
@@ -278,19 +281,24 @@ class Writer:
             return pk
         return None
 
+    def texts_to_embed(self, items: Sequence[NewMemory]) -> list[str]:
+        """The distinct passages ``items`` need vectors for: those not already stored as they are."""
+        need = [passage_text(i.content, i.metadata, i.key) for i in items if self._existing(i) is None]
+        return list(dict.fromkeys(need))
+
     def write_batch(self, items: Sequence[NewMemory]) -> list[AddResult]:
         """Embed what needs a vector (each distinct text once), then write all in one transaction."""
-        need: dict[str, int] = {}
-        for item in items:
-            if self._existing(item) is None:
-                need.setdefault(passage_text(item.content, item.metadata, item.key), len(need))
-        texts = list(need)
+        texts = self.texts_to_embed(items)
+        need = {text: row for row, text in enumerate(texts)}
         matrix = self.embed(texts) if texts else np.zeros((0, self.dim), dtype=np.float32)
         self.store.vectors.ensure(self.model_id, self.dim)
+        if self.policy.enabled or self.policy.supersede:
+            self.store.vectors.warm(self.model_id)
         for attempt in range(MAX_RETRIES):
             try:
                 with self.store.write():
-                    results = [self._write_one(item, matrix, need) for item in items]
+                    nearby = self._prefetch(items, matrix, need)
+                    results = [self._write_one(item, matrix, need, nearby.get(i)) for i, item in enumerate(items)]
                 for item, result in zip(items, results, strict=True):
                     result.redacted = list(item.redacted)
                 return results
@@ -300,7 +308,41 @@ class Writer:
                 log.info("write conflict, retrying (%d)", attempt + 1)
         raise AssertionError("unreachable")
 
-    def _write_one(self, item: NewMemory, matrix: np.ndarray, rows: dict[str, int]) -> AddResult:
+    def _prefetch(
+        self, items: Sequence[NewMemory], matrix: np.ndarray, rows: dict[str, int]
+    ) -> dict[int, tuple[Prefetched, int]]:
+        """The merge and supersede neighbours of the batch's new vectors, one matrix product per namespace
+        and agent: item index -> (what was found, the item's query in it).
+
+        Each item still sees what the items before it wrote (``Prefetched.near`` accounts for every row
+        changed since), so the outcome is the same as one KNN per item.
+        """
+        if not (self.policy.enabled or self.policy.supersede):
+            return {}
+        groups: dict[tuple[str, str], list[int]] = {}
+        for i, item in enumerate(items):
+            if item.key is None and passage_text(item.content, item.metadata, item.key) in rows:
+                groups.setdefault((item.namespace, item.agent), []).append(i)
+        out: dict[int, tuple[Prefetched, int]] = {}
+        for (namespace, agent), members in groups.items():
+            if len(members) < 2:  # one KNN of the index costs the same
+                continue
+            queries = matrix[[rows[passage_text(items[i].content, items[i].metadata, None)] for i in members]]
+            found = self.store.vectors.prefetch(
+                self.model_id, queries, MERGE_CANDIDATES,
+                namespace=namespace, status="active", agent=agent, spare=min(2 * len(members), 256),
+            )  # fmt: skip
+            if found is not None:
+                out.update({i: (found, j) for j, i in enumerate(members)})
+        return out
+
+    def _write_one(
+        self,
+        item: NewMemory,
+        matrix: np.ndarray,
+        rows: dict[str, int],
+        nearby: tuple[Prefetched, int] | None = None,
+    ) -> AddResult:
         now = iso_now()
         memories = self.store.memories
         # Not in the batch: it existed when the batch was embedded and was purged (or changed) since.
@@ -321,10 +363,13 @@ class Writer:
         # The nearest active memories of the same namespace and agent, read once for both checks below.
         near: list[tuple[Memory, float]] = []
         if self.policy.enabled or self.policy.supersede:
-            hits = self.store.vectors.knn(
-                self.model_id, vector, MERGE_CANDIDATES,
-                namespaces=[item.namespace], statuses=["active"], agent=item.agent,
-            )  # fmt: skip
+            if nearby is not None:
+                hits = nearby[0].near(nearby[1])
+            else:
+                hits = self.store.vectors.knn(
+                    self.model_id, vector, MERGE_CANDIDATES,
+                    namespaces=[item.namespace], statuses=["active"], agent=item.agent,
+                )  # fmt: skip
             found = memories.load_many([pk for pk, _ in hits])
             # A keyed fact changes only through its key: nothing merges into it or supersedes it by itself.
             near = [(found[pk], similarity) for pk, similarity in hits if pk in found and found[pk].key is None]
@@ -526,6 +571,20 @@ class Writer:
             + ("; took the new wording" if take_new else ""),
             actor=item.source.kind,
         )  # fmt: skip
+
+
+def with_vectors(writer: Writer, vectors: Mapping[str, np.ndarray]) -> Writer:
+    """A copy of ``writer`` that takes the vectors of texts embedded beforehand, embedding the others in one call."""
+    embed = writer.embed
+
+    def cached(texts: Sequence[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in vectors]
+        fresh = dict(zip(missing, embed(missing), strict=True)) if missing else {}
+        if not texts:
+            return np.zeros((0, writer.dim), dtype=np.float32)
+        return np.stack([vectors[t] if t in vectors else fresh[t] for t in texts])
+
+    return replace(writer, embed=cached)
 
 
 def chunked(items: Iterable[Any], size: int) -> Iterable[list[Any]]:

@@ -123,6 +123,7 @@ class Work:
     orphan_vectors: dict[str, list[int]] = field(default_factory=dict)  # model id -> memory pks
     orphan_fts: list[int] = field(default_factory=list)
     exact_groups: list[list[int]] = field(default_factory=list)
+    stale_vector_indexes: list[str] = field(default_factory=list)  # model ids
 
 
 @dataclass
@@ -498,6 +499,16 @@ def run(
     if removed:
         fixed["orphan_index"] = removed
         actions.append(Action("removed_orphans", removed, "index rows without a memory removed"))
+
+    for model_id in work.stale_vector_indexes:
+        index = store.vectors.index(model_id)
+        if index is not None:
+            index.rebuild()
+    if work.stale_vector_indexes:
+        fixed["vector_index"] = len(work.stale_vector_indexes)
+        actions.append(
+            Action("rebuilt_vector_index", len(work.stale_vector_indexes), "vector index files rebuilt from the table")
+        )
 
     merged = sum(repairer.merge_group(group) for group in work.exact_groups)
     if merged:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from engram_cli.lang import text as textmod
 
@@ -92,6 +93,14 @@ _CHANGE = re.compile(
     ),
     re.IGNORECASE,
 )
+# A word of every English change marker, and every Chinese one: a text holding none of them,
+# case folded, has no marker, which one scan for each tells faster than the expression above.
+# (Case folding matches what IGNORECASE matches, except that the expression also matches a
+# dotless ı to i: it is folded to i here.)
+_CHANGE_WORDS = ("now", "longer", "instead", "any", "switch", "stop", "forward", "replace", "rather")
+_CHANGE_SCREEN = tuple(dict.fromkeys(_CHANGE_WORDS + CHANGE_MARKERS_ZH))
+# The characters a Chinese negation word starts with (see _NEGATION_ZH's "neg" group).
+_ZH_NEGATION_START = re.compile("[不没别勿无禁避未]")
 # Words that flip a fact although they are stop words elsewhere.
 _POLAR_WORDS = frozenset(
     {"on", "off", "no", "not", "never", "more", "less", "before", "after", "up", "down", "in", "out"}
@@ -100,6 +109,7 @@ _POLAR_WORDS = frozenset(
 SWAP_OVERLAP = 0.4
 
 
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """A light English suffix strip: enough to see 'pinned' and 'pinning' as one word."""
     for suffix in ("ing", "ed", "es", "s"):
@@ -123,9 +133,12 @@ _NEGATION_TERMS = frozenset(
 
 
 def _negates_zh(text: str) -> bool:
+    if text.isascii() or _ZH_NEGATION_START.search(text) is None:
+        return False
     return any(match.group("neg") for match in _NEGATION_ZH.finditer(text))
 
 
+@lru_cache(maxsize=1 << 16)
 def _negation_term(term: str) -> bool:
     if term.isascii():
         return term in _NEGATION_TERMS or term.endswith("n't")
@@ -144,6 +157,9 @@ def negates(text: str) -> bool:
 
 def change_marker(text: str) -> str | None:
     """The first change marker in ``text`` ("from now on", "改用" …), if any."""
+    folded = text.casefold().replace("ı", "i")
+    if not any(word in folded for word in _CHANGE_SCREEN):
+        return None
     match = _CHANGE.search(text)
     return match.group(0) if match else None
 

@@ -13,12 +13,9 @@ recover), ``audit``, ``ingest``, ``evaluation``, ``system`` (models, doctor, con
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from engram_cli.render import audit, console, evaluation, hooks, ingest, keys, maintenance, memories, recall, system
-from engram_cli.render import json as json_output
 from engram_cli.render.console import (
     config_warnings,
     internal_error,
@@ -28,11 +25,11 @@ from engram_cli.render.console import (
     progress,
     warning,
 )
-from engram_cli.render.json import export
-from engram_cli.render.recall import CARD_FOOTER, CARD_HEADER, cards
 
 if TYPE_CHECKING:
     from engram_cli.errors import EngramError
+    from engram_cli.render.json import export
+    from engram_cli.render.recall import CARD_FOOTER, CARD_HEADER, cards
 
 __all__ = [
     "CARD_FOOTER",
@@ -52,47 +49,59 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class _Shown:
-    human: Callable[..., None]  # the text for a person
-    remarks: Callable[[Any], None] | None = None  # said on stderr whether or not the result is JSON
-
-
 # Result types by module and class name, so that dispatching imports no engine module (numpy,
 # SQLite) for commands that never open a store; tests/test_render.py checks that each name exists.
-_SHOWN: dict[str, _Shown] = {
-    "engram_cli.memory.model.AddResult": _Shown(memories.added),
-    "engram_cli.memory.edit.EditResult": _Shown(memories.edited),
-    "engram_cli.memory.keys.KeyValue": _Shown(keys.value),
-    "engram_cli.memory.keys.KeyListing": _Shown(keys.listing),
-    "engram_cli.memory.keys.KeyUnset": _Shown(keys.unset),
-    "engram_cli.api.results.Recalled": _Shown(recall.recalled, remarks=recall.read_only),
-    "engram_cli.api.results.Page": _Shown(memories.page, remarks=memories.more),
-    "engram_cli.api.results.Inspection": _Shown(memories.inspection),
-    "engram_cli.api.results.NamespaceListing": _Shown(memories.namespace_list),
-    "engram_cli.api.results.History": _Shown(memories.history),
-    "engram_cli.api.results.Forgotten": _Shown(memories.forgotten),
-    "engram_cli.api.results.Touched": _Shown(memories.touched),
-    "engram_cli.memory.transfer.ImportReport": _Shown(memories.imported),
-    "engram_cli.memory.decay.DecayReport": _Shown(maintenance.decay),
-    "engram_cli.memory.compact.CompactReport": _Shown(maintenance.compact),
-    "engram_cli.memory.reembed.ReembedReport": _Shown(maintenance.reembed),
-    "engram_cli.memory.recover.RecoverReport": _Shown(maintenance.recover),
-    "engram_cli.memory.audit.report.AuditReport": _Shown(audit.audit),
-    "engram_cli.ingest.report.IngestReport": _Shown(ingest.ingested),
-    "engram_cli.api.results.SourceListing": _Shown(ingest.sources),
-    "engram_cli.api.results.EvalRun": _Shown(evaluation.evaluated),
-    "engram_cli.memory.harvest_eval.HarvestReport": _Shown(evaluation.harvested),
-    "engram_cli.doctor.ModelListing": _Shown(system.models),
-    "engram_cli.doctor.DoctorReport": _Shown(system.doctor),
-    "engram_cli.api.results.ConfigListing": _Shown(system.settings),
-    "engram_cli.api.results.ConfigChange": _Shown(system.setting_changed),
-    "pathlib.PurePath": _Shown(system.path),
-    "engram_cli.integrations.git.GitHookChange": _Shown(hooks.git_hook),
-    "engram_cli.integrations.assistants.SettingsChange": _Shown(hooks.settings),
-    "engram_cli.integrations.schedule.Schedule": _Shown(hooks.schedule),
-    "engram_cli.api.results.SessionContext": _Shown(recall.session_context),
+# Each maps to its renderer, "module.function" under render/ (the text for a person), and, for a few,
+# remarks said on stderr whether or not the result is JSON. A renderer's module is imported when
+# it is used.
+_SHOWN: dict[str, tuple[str, str | None]] = {
+    "engram_cli.memory.model.AddResult": ("memories.added", None),
+    "engram_cli.memory.edit.EditResult": ("memories.edited", None),
+    "engram_cli.memory.keys.KeyValue": ("keys.value", None),
+    "engram_cli.memory.keys.KeyListing": ("keys.listing", None),
+    "engram_cli.memory.keys.KeyUnset": ("keys.unset", None),
+    "engram_cli.api.results.Recalled": ("recall.recalled", "recall.read_only"),
+    "engram_cli.api.results.Page": ("memories.page", "memories.more"),
+    "engram_cli.api.results.Inspection": ("memories.inspection", None),
+    "engram_cli.api.results.NamespaceListing": ("memories.namespace_list", None),
+    "engram_cli.api.results.History": ("memories.history", None),
+    "engram_cli.api.results.Forgotten": ("memories.forgotten", None),
+    "engram_cli.api.results.Touched": ("memories.touched", None),
+    "engram_cli.memory.transfer.ImportReport": ("memories.imported", None),
+    "engram_cli.memory.decay.DecayReport": ("maintenance.decay", None),
+    "engram_cli.memory.compact.CompactReport": ("maintenance.compact", None),
+    "engram_cli.memory.reembed.ReembedReport": ("maintenance.reembed", None),
+    "engram_cli.memory.recover.RecoverReport": ("maintenance.recover", None),
+    "engram_cli.memory.audit.report.AuditReport": ("audit.audit", None),
+    "engram_cli.ingest.report.IngestReport": ("ingest.ingested", None),
+    "engram_cli.api.results.SourceListing": ("ingest.sources", None),
+    "engram_cli.api.results.EvalRun": ("evaluation.evaluated", None),
+    "engram_cli.memory.harvest_eval.HarvestReport": ("evaluation.harvested", None),
+    "engram_cli.doctor.ModelListing": ("system.models", None),
+    "engram_cli.doctor.DoctorReport": ("system.doctor", None),
+    "engram_cli.api.results.ConfigListing": ("system.settings", None),
+    "engram_cli.api.results.ConfigChange": ("system.setting_changed", None),
+    "pathlib.PurePath": ("system.path", None),
+    "engram_cli.integrations.git.GitHookChange": ("hooks.git_hook", None),
+    "engram_cli.integrations.assistants.SettingsChange": ("hooks.settings", None),
+    "engram_cli.integrations.schedule.Schedule": ("hooks.schedule", None),
+    "engram_cli.api.results.SessionContext": ("recall.session_context", None),
 }
+
+# Names this package exports from its modules, imported on first use.
+_LAZY = {"export": "json", "CARD_FOOTER": "recall", "CARD_HEADER": "recall", "cards": "recall"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+
+
+def renderer(where: str) -> Any:
+    """The function ``"module.function"`` of a module under render/."""
+    module, _, function = where.rpartition(".")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), function)
 
 
 def result(value: Any, json: bool = False, **options: Any) -> None:
@@ -101,16 +110,18 @@ def result(value: Any, json: bool = False, **options: Any) -> None:
     The options are the ones the result's type takes: recall's ``fmt``, ``explain`` and ``budget``,
     ingest's ``quiet`` and ``verbose``, eval's ``per_query``.
     """
-    shown = _shown(value)
-    if shown.remarks is not None:
-        shown.remarks(value)
+    human, remarks = _shown(value)
+    if remarks is not None:
+        renderer(remarks)(value)
     if json:
+        from engram_cli.render import json as json_output
+
         json_output.document(value, **options)
     else:
-        shown.human(value, **options)
+        renderer(human)(value, **options)
 
 
-def _shown(value: Any) -> _Shown:
+def _shown(value: Any) -> tuple[str, str | None]:
     for cls in type(value).__mro__:
         found = _SHOWN.get(f"{cls.__module__}.{cls.__qualname__}")
         if found is not None:
@@ -120,6 +131,9 @@ def _shown(value: Any) -> _Shown:
 
 def error(exc: EngramError, json: bool = False) -> None:
     """``Error: …`` and ``Hint: …`` on stderr; with ``json``, also the error envelope on stdout."""
+    from engram_cli.render import console
+    from engram_cli.render import json as json_output
+
     console.error(exc)
     if json:
         json_output.error(type(exc).__name__, exc.message, exc.hint, exc.exit_code)
@@ -127,4 +141,6 @@ def error(exc: EngramError, json: bool = False) -> None:
 
 def error_document(kind: str, message: str, hint: str | None, exit_code: int) -> None:
     """The error envelope alone, for failures that are not engram's own errors (usage, interruption, a bug)."""
+    from engram_cli.render import json as json_output
+
     json_output.error(kind, message, hint, exit_code)

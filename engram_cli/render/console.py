@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -46,7 +48,20 @@ def out(text: str = "") -> None:
 
 def note(text: str) -> None:
     """A remark for the person at the terminal; on stderr so stdout stays parseable."""
+    if plain_note(text):
+        return
     console(stderr=True).print(text, markup=False)
+
+
+def plain_note(text: str) -> bool:
+    """Write a note into a piped stderr as rich would, without importing rich (see :func:`plain_lines`)."""
+    if sys.stderr.isatty() or _rich_styles_a_pipe():
+        return False
+    if not all(_plain(line) and len(line) <= PIPE_WIDTH for line in text.split("\n")):
+        return False
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+    return True
 
 
 def warning(text: str) -> None:
@@ -101,7 +116,92 @@ def progress(label: str) -> Iterator[Callable[[int, int], None]]:
         yield advance
 
 
+# Environment variables with which rich writes styles or sizes its output even into a pipe.
+_RICH_ENVIRONMENT = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "JUPYTER_COLUMNS", "JUPYTER_LINES")
+PIPE_WIDTH = 200  # what console() gives rich when stdout is not a terminal
+
+
+def _rich_styles_a_pipe() -> bool:
+    """Whether rich might write more than the text into stdout: a terminal, a forced style, Windows' console."""
+    return sys.stdout.isatty() or sys.platform == "win32" or any(os.environ.get(name) for name in _RICH_ENVIRONMENT)
+
+
+def _plain(text: str) -> bool:
+    """Text rich prints as it is: printable (ASCII, or the dash the renderers use), no emoji code."""
+    return (text.isascii() or text.replace("—", "").isascii()) and text.isprintable() and not _emoji_code(text)
+
+
+# The only markup plain_lines() reads: styles a pipe does not show.
+_UNSEEN_TAGS = ("[bold]", "[dim]", "[/]")
+
+
+def plain_lines(lines: Sequence[str]) -> bool:
+    """Print lines of rich markup into a pipe as ``console().print(line)`` prints each, without importing rich.
+
+    Only when that is certain: as for :func:`plain_table`, and the markup is nothing but ``[bold]``, ``[dim]``
+    and ``[/]``, with no escaped bracket, in lines of at most the pipe width (rich would wrap longer ones).
+    Returns False, having printed nothing, otherwise: the caller then prints them with rich.
+    """
+    if _rich_styles_a_pipe():
+        return False
+    texts = []
+    for line in lines:
+        text = line
+        for tag in _UNSEEN_TAGS:
+            text = text.replace(tag, "")
+        if "[" in text or "\\" in text:
+            return False
+        for part in text.split("\n"):
+            if not _plain(part) or len(part) > PIPE_WIDTH:
+                return False
+        texts.append(text)
+    if texts:
+        out("\n".join(texts))
+    return True
+
+
+def plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> bool:
+    """Print a table into a pipe byte for byte as rich's borderless table would (``Table(box=None,
+    pad_edge=False)``, columns left-aligned, two spaces apart, each as wide as its widest cell), without
+    importing rich: scripts and hooks read tables through pipes, and rich costs more to load than the
+    rest of `engram list`. Cells are rich markup, as the rich path takes them.
+
+    Only when that is certain: stdout is not a terminal, rich is not told to style pipes, every cell is
+    printable ASCII with no markup (``[``) or emoji code (``:name:``), and the table fits the width.
+    Returns False, having printed nothing, otherwise: the caller then prints it with rich.
+    """
+    if _rich_styles_a_pipe():
+        return False
+    table = [list(headers), *(list(row) for row in rows)]
+    for row in table:
+        for cell in row:
+            if not (cell.isascii() and cell.isprintable()) or "[" in cell or _emoji_code(cell):
+                return False
+    widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
+    if 0 in widths or sum(widths) + 2 * (len(widths) - 1) > PIPE_WIDTH:
+        return False
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in table]
+    out("\n".join(lines))
+    return True
+
+
+# How rich finds emoji codes (rich/_emoji_replace.py). A code whose name is a number is left as it is
+# unless it is one of the two numbered emoji: times (12:30:00) do not stop a plain print.
+_EMOJI_CODE = re.compile(r"(:(\S*?)(?:(?:\-)(emoji|text))?:)")
+_NUMBERED_EMOJI = ("100", "1234")
+
+
+def _emoji_code(text: str) -> bool:
+    """Whether rich could replace part of ``text`` with an emoji."""
+    return any(
+        not name.isdigit() or name in _NUMBERED_EMOJI
+        for name in (match.group(2) for match in _EMOJI_CODE.finditer(text))
+    )
+
+
 def escape(text: str) -> str:
+    if "[" not in text and "\\" not in text:
+        return text  # what rich's escape returns for it, without importing rich
     from rich.markup import escape as rich_escape
 
     return rich_escape(text)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engram_cli.render.console import clip, console, note, out, short
+from engram_cli.render.console import clip, console, note, out, plain_table, short
 
 if TYPE_CHECKING:
     from engram_cli.memory.keys import KeyListing, KeyUnset, KeyValue
@@ -19,14 +19,23 @@ def listing(shown: KeyListing) -> None:
     if not shown.entries:
         note("no keys")
         return
+    headers = ("key", "value", "scope", "namespace", "type", "updated")
+    rows = [
+        (
+            e.key, clip(e.value, 80), f"{e.scope} (shadowed)" if e.shadowed else e.scope, e.namespace, e.type,
+            e.updated_at[:16].replace("T", " "),
+        )
+        for e in shown.entries
+    ]  # fmt: skip
+    if plain_table(headers, rows):
+        return
     from rich.table import Table
 
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in ("key", "value", "scope", "namespace", "type", "updated"):
+    for column in headers:
         table.add_column(column, no_wrap=column != "value", overflow="fold" if column == "value" else "ellipsis")
-    for e in shown.entries:
-        scope = f"{e.scope} (shadowed)" if e.shadowed else e.scope
-        table.add_row(e.key, clip(e.value, 80), scope, e.namespace, e.type, e.updated_at[:16].replace("T", " "))
+    for row in rows:
+        table.add_row(*row)
     console().print(table)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from engram_cli.render.console import clip, console, escape, note, out, short, shown_text
+from engram_cli.render.console import clip, console, escape, note, out, plain_lines, plain_table, short, shown_text
 
 if TYPE_CHECKING:
     from engram_cli.api.results import Forgotten, History, Inspection, NamespaceListing, Page, Touched
@@ -73,16 +73,23 @@ def page(shown: Page) -> None:
     if not shown.memories:
         note("no memories")
         return
+    headers = ("id", "created", "type", "ns", "status", "imp", "content")
+    rows = [
+        (
+            short(m.id), m.created_at[:16].replace("T", " "), m.type, m.namespace, m.status,
+            f"{m.importance:.2f}", clip(shown_text(m), 90),
+        )
+        for m in shown.memories
+    ]  # fmt: skip
+    if plain_table(headers, rows):
+        return
     from rich.table import Table
 
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in ("id", "created", "type", "ns", "status", "imp", "content"):
+    for column in headers:
         table.add_column(column, no_wrap=column != "content")
-    for m in shown.memories:
-        table.add_row(
-            short(m.id), m.created_at[:16].replace("T", " "), m.type, m.namespace, m.status,
-            f"{m.importance:.2f}", clip(shown_text(m), 90),
-        )  # fmt: skip
+    for row in rows:
+        table.add_row(*row)
     console().print(table)
 
 
@@ -107,10 +114,7 @@ def namespace_list(shown: NamespaceListing) -> None:
 
 def inspection(shown: Inspection) -> None:
     memory, events = shown.memory, shown.events
-    terminal = console()
-    terminal.print(f"[bold]memory {memory.id}[/]")
-    terminal.print(escape(memory.content), markup=True)
-    terminal.print()
+    lines = [f"[bold]memory {memory.id}[/]", escape(memory.content), ""]  # each printed as rich markup
     fields = [
         ("type", memory.type), ("status", memory.status), ("namespace", memory.namespace),
         ("agent", memory.agent), ("session", memory.session or "-"), ("tags", ", ".join(memory.tags) or "-"),
@@ -131,23 +135,27 @@ def inspection(shown: Inspection) -> None:
     if memory.metadata:
         fields.append(("metadata", json.dumps(memory.metadata, ensure_ascii=False)))
     for name, value in fields:
-        terminal.print(f"  [dim]{name:>16}[/]  {escape(str(value))}")
-    terminal.print("\n[bold]score factors[/]")
+        lines.append(f"  [dim]{name:>16}[/]  {escape(str(value))}")
+    lines.append("\n[bold]score factors[/]")
     for name, factor in shown.score_factors.items():
-        terminal.print(f"  [dim]{name:>16}[/]  {escape(str(factor))}")
-    terminal.print("\n[bold]sources[/]")
+        lines.append(f"  [dim]{name:>16}[/]  {escape(str(factor))}")
+    lines.append("\n[bold]sources[/]")
     for s in memory.sources:
         where = " ".join(x for x in (s.kind, s.ref or "", f"message {s.message_id}" if s.message_id else "") if x)
         extra = f" — {clip(s.content, 70)}" if s.content else ""
-        terminal.print(f"  {s.created_at}  {escape(where)}{escape(extra)}")
+        lines.append(f"  {s.created_at}  {escape(where)}{escape(extra)}")
     if shown.evidence:
-        terminal.print("\n[bold]evidence[/] (the turns of conversations it was made from)")
+        lines.append("\n[bold]evidence[/] (the turns of conversations it was made from)")
         for t in shown.evidence:
-            terminal.print(f"  {t.occurred_at or t.learned_at}  {t.kind:<8} {escape(t.where)} — "
-                           f"{escape(clip(t.content, 90))}")  # fmt: skip
-    terminal.print("\n[bold]history[/]")
+            lines.append(f"  {t.occurred_at or t.learned_at}  {t.kind:<8} {escape(t.where)} — "
+                         f"{escape(clip(t.content, 90))}")  # fmt: skip
+    lines.append("\n[bold]history[/]")
     for e in events:
-        terminal.print(f"  {e.at}  {e.kind:<10} {escape(e.note or '')}{escape(_change(e))}")
+        lines.append(f"  {e.at}  {e.kind:<10} {escape(e.note or '')}{escape(_change(e))}")
+    if not plain_lines(lines):
+        terminal = console()
+        for line in lines:
+            terminal.print(line)
 
 
 def _change(e: Event) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engram_cli.lang.text import estimate_tokens
-from engram_cli.render.console import clip, console, escape, note, out, short, shown_text
+from engram_cli.render.console import clip, console, escape, note, out, plain_table, short, shown_text
 
 if TYPE_CHECKING:
     from engram_cli.api.results import Recalled, SessionContext
@@ -117,30 +117,32 @@ def recalled(result: Recalled, *, fmt: str = "table", explain: bool = False, bud
     if not hits and not result.evidence:
         note("no memories matched")
         return
-    from rich.table import Table
-
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in ("id", "score", "rel", "scope", "type", "imp", "content"):
-        table.add_column(column, overflow="fold" if column == "content" else "ellipsis", no_wrap=column != "content")
-    for hit in hits:
-        m = hit.memory
-        table.add_row(
-            short(m.id),
-            f"{hit.score:.3f}",
-            f"{hit.relevance:.2f}",
-            escape(where(hit)),
-            m.type,
-            f"{m.importance:.2f}",
-            clip(shown_text(m), 100),
+    headers = ("id", "score", "rel", "scope", "type", "imp", "content")
+    rows = [
+        (
+            short(hit.memory.id), f"{hit.score:.3f}", f"{hit.relevance:.2f}", escape(where(hit)), hit.memory.type,
+            f"{hit.memory.importance:.2f}", clip(shown_text(hit.memory), 100),
         )
+        for hit in hits
+    ]  # fmt: skip
     for found in result.evidence:
         t = found.turn
         # The id column names the session (evidence has no memory id), the type column says it is evidence.
-        table.add_row(
+        rows.append((
             escape(clip(t.where, 24)), f"{found.score:.3f}", f"{found.relevance:.2f}", escape(evidence_place(found)),
             f"evidence:{t.kind}", "-", escape(clip(t.content, 100)),
-        )  # fmt: skip
-    console().print(table)
+        ))  # fmt: skip
+    if not plain_table(headers, rows):
+        from rich.table import Table
+
+        table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+        for column in headers:
+            table.add_column(
+                column, overflow="fold" if column == "content" else "ellipsis", no_wrap=column != "content"
+            )
+        for row in rows:
+            table.add_row(*row)
+        console().print(table)
     if explain:
         for hit in hits:
             console().print(f"[bold]{short(hit.memory.id)}[/]", escape(json.dumps(hit.explain, ensure_ascii=False)))

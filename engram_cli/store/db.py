@@ -9,6 +9,7 @@ import shlex
 import stat
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import apsw
 
@@ -24,6 +25,9 @@ from engram_cli.store.memories import Memories
 from engram_cli.store.migrations import MIGRATIONS, MIGRATIONS_TABLE, Migration
 from engram_cli.store.sources import Sources
 from engram_cli.store.vectors import Vectors
+
+if TYPE_CHECKING:
+    from engram_cli.store.knn import IndexOptions
 from engram_cli.timeutil import iso_now
 
 log = logging.getLogger(__name__)
@@ -40,12 +44,14 @@ class Store(Database):
     statement; the engine holds the decisions.
     """
 
-    def __init__(self, conn: apsw.Connection, path: Path, read_only: str | None = None) -> None:
+    def __init__(
+        self, conn: apsw.Connection, path: Path, read_only: str | None = None, index: IndexOptions | None = None
+    ) -> None:
         super().__init__(conn, path, read_only)
         self.sources = Sources(self)
         self.events = Events(self)
         self.keywords = Keywords(self)
-        self.vectors = Vectors(self)
+        self.vectors = Vectors(self, index)
         self.memories = Memories(self, sources=self.sources, events=self.events, keywords=self.keywords,
                                  vectors=self.vectors)  # fmt: skip
         self.maintenance = Maintenance(self)
@@ -261,11 +267,13 @@ def connect(
     create_dirs: bool = False,
     busy_timeout_ms: int = Settings().store.busy_timeout_ms,
     migrations: Sequence[Migration] = MIGRATIONS,
+    index: IndexOptions | None = None,
 ) -> Store:
     """Open (creating if needed) the database at ``path`` and bring its schema up to date.
 
     A database that cannot be written (see ``Store.read_only``) is opened read-only: it can be
-    read, and every write raises ReadOnlyDatabase.
+    read, and every write raises ReadOnlyDatabase. ``index`` says where the vector index keeps its
+    files and when it goes approximate (default: in memory only, exact up to 200k rows).
     """
     path = Path(path)
     _prepare_file(path, create_dirs)
@@ -276,7 +284,7 @@ def connect(
         raise StoreError(f"cannot open {path}", hint="check the path and its permissions") from exc
     except (apsw.NotADBError, apsw.CorruptError) as exc:
         raise _not_a_database(path, exc) from exc
-    store = Store(conn, path, read_only=reason)
+    store = Store(conn, path, read_only=reason, index=index)
     try:
         conn.set_busy_timeout(busy_timeout_ms)
         try:

@@ -382,10 +382,35 @@ def _m0005_evidence(conn: apsw.Connection) -> None:
     )
 
 
+def _m0006_vector_changes(conn: apsw.Connection) -> None:
+    # KNN runs on a copy of each model's vectors kept outside the file (store.vector_index), which
+    # must learn what changed since it was written without reading every vector again. Every write
+    # to a vec0 table logs the memory's pk here in the same transaction (vec0 tables take no
+    # triggers); the token tells a change apart from a different one that got the same sequence
+    # number (a database restored from a backup and written again). The epoch names this database,
+    # so a copy made for another one is never trusted.
+    conn.execute(
+        """
+        CREATE TABLE vector_changes (
+            seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+            model_id  TEXT NOT NULL,
+            memory_pk INTEGER NOT NULL,
+            token     INTEGER NOT NULL
+        );
+        CREATE TABLE vector_epoch (
+            id    INTEGER PRIMARY KEY CHECK (id = 1),
+            epoch TEXT NOT NULL
+        );
+        INSERT INTO vector_epoch (id, epoch) VALUES (1, lower(hex(randomblob(16))));
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "initial schema", _m0001_initial),
     Migration(2, "ingest cursors, sessions and items", _m0002_ingest),
     Migration(3, "scopes and learned time", _m0003_scopes_and_learned_time),
     Migration(4, "keyed facts and edits", _m0004_keys_and_edits),
     Migration(5, "the conversation as evidence", _m0005_evidence),
+    Migration(6, "a log of vector changes for the vector index", _m0006_vector_changes),
 ]

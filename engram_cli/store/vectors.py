@@ -7,6 +7,10 @@ memory type, agent) let a KNN query filter before it ranks.
 The registry of models (``embedding_models``) is read once per model and kept: tables are
 only ever added, and a rollback, which may take a new one away, empties what was kept.
 Nothing here commits, except creating a model's table, which is a write of its own.
+
+Every write to a vec0 table is logged (``vector_changes``) in the same transaction, so the
+vector index (:mod:`engram_cli.store.vector_index`), a cache outside the file that KNN queries
+search, can catch up with it. Every write must therefore go through this class.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ if TYPE_CHECKING:
     import numpy as np
 
     from engram_cli.store.database import Database
+    from engram_cli.store.knn import IndexOptions
+    from engram_cli.store.vector_index import Prefetched, VectorIndex
 
 MAX_KNN = 4096  # sqlite-vec refuses larger k
 
@@ -55,13 +61,49 @@ def _blob(vector: np.ndarray) -> bytes:
 
 
 class Vectors:
-    def __init__(self, store: Database) -> None:
+    def __init__(self, store: Database, index: IndexOptions | None = None) -> None:
         self.store = store
+        self.options = index
         self._tables: dict[str, tuple[str, int]] = {}  # model id -> (vec0 table, dimension)
+        self._indexes: dict[str, VectorIndex] = {}
 
     def forget(self) -> None:
-        """Drop what is known of the registry: after a rollback a table created meanwhile may be gone."""
+        """Drop what is known of the registry and the indexes: after a rollback a table created
+        meanwhile may be gone, and an index may have read rows that are gone again."""
         self._tables.clear()
+        for index in self._indexes.values():
+            index.reset()
+
+    def index(self, model_id: str) -> VectorIndex | None:
+        """The vector index of a model's table; None when the index is turned off or the model has no table."""
+        known = self._known(model_id)
+        if known is None or (self.options is not None and not self.options.enabled):
+            return None
+        if model_id not in self._indexes:
+            from engram_cli.store.knn import IndexOptions
+            from engram_cli.store.vector_index import VectorIndex
+
+            options = self.options or IndexOptions()
+            self._indexes[model_id] = VectorIndex(self.store, model_id, known[0], known[1], options)
+        return self._indexes[model_id]
+
+    def warm(self, model_id: str) -> None:
+        """Bring a model's index up to date now, outside any write transaction: only there can it write its
+        file, so a writer that would build it inside its transaction builds (and keeps) it here first."""
+        index = self.index(model_id)
+        if index is not None:
+            index.refresh()
+
+    def _changed(self, model_id: str, pk: int) -> None:
+        """Log a change to a memory's vector row, for the vector index; now and then trim the log."""
+        from engram_cli.store.vector_index import LOG_KEEP, LOG_TABLE, LOG_TRIM_EVERY
+
+        self.store.execute(
+            f"INSERT INTO {LOG_TABLE} (model_id, memory_pk, token) VALUES (?, ?, random())", (model_id, pk)
+        )
+        seq = self.store.conn.last_insert_rowid()
+        if seq % LOG_TRIM_EVERY == 0 and seq > LOG_KEEP:
+            self.store.execute(f"DELETE FROM {LOG_TABLE} WHERE seq <= ?", (seq - LOG_KEEP,))
 
     def _known(self, model_id: str) -> tuple[str, int] | None:
         if model_id not in self._tables:
@@ -129,21 +171,25 @@ class Vectors:
             "VALUES (?, ?, ?, ?, ?, ?)",
             (pk, _blob(vector), namespace, status, memory_type, agent),
         )
+        self._changed(model_id, pk)
 
     def delete(self, model_id: str, pk: int) -> None:
         table = self.table_for(model_id)
         if table is not None:
             self.store.execute(f"DELETE FROM {table} WHERE memory_pk = ?", (pk,))
+            self._changed(model_id, pk)
 
     def set_status(self, model_id: str, pk: int, status: str) -> None:
         table = self.table_for(model_id)
         if table is not None:
             self.store.execute(f"UPDATE {table} SET status = ? WHERE memory_pk = ?", (status, pk))
+            self._changed(model_id, pk)
 
     def set_type(self, model_id: str, pk: int, memory_type: str) -> None:
         table = self.table_for(model_id)
         if table is not None:
             self.store.execute(f"UPDATE {table} SET memory_type = ? WHERE memory_pk = ?", (memory_type, pk))
+            self._changed(model_id, pk)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -214,6 +260,58 @@ class Vectors:
         agent: str | None = None,
     ) -> list[tuple[int, float]]:
         """Nearest rows by cosine: (memory_pk, cosine similarity), best first."""
+        return self.knn_many(model_id, [query], k, namespaces=namespaces, statuses=statuses, types=types, agent=agent)[
+            0
+        ]
+
+    def knn_many(
+        self,
+        model_id: str,
+        queries: Sequence[np.ndarray] | np.ndarray,
+        k: int,
+        *,
+        namespaces: Sequence[str] | None = None,
+        statuses: Sequence[str] | None = None,
+        types: Sequence[str] | None = None,
+        agent: str | None = None,
+    ) -> list[list[tuple[int, float]]]:
+        """:meth:`knn` for several queries at once: one pass over the rows (one matrix product) scores them all."""
+        index = self.index(model_id)
+        if index is None:
+            return [self.knn_vec0(model_id, q, k, namespaces=namespaces, statuses=statuses, types=types,
+                                  agent=agent) for q in queries]  # fmt: skip
+        import numpy as np
+
+        from engram_cli.store.knn import Filter
+
+        spec = Filter(namespaces or None, statuses or None, types or None, agent)
+        return index.search(np.asarray(queries, dtype=np.float32), min(max(k, 1), MAX_KNN), spec)
+
+    def prefetch(
+        self, model_id: str, queries: np.ndarray, k: int, *, namespace: str, status: str, agent: str, spare: int
+    ) -> Prefetched | None:
+        """The ``k`` nearest rows of each query, found together now and kept exact while the caller writes
+        (:class:`~engram_cli.store.vector_index.Prefetched`); None without an index."""
+        index = self.index(model_id)
+        if index is None:
+            return None
+        from engram_cli.store.knn import Filter
+        from engram_cli.store.vector_index import Prefetched
+
+        return Prefetched(index, queries, k, Filter([namespace], [status], None, agent), spare)
+
+    def knn_vec0(
+        self,
+        model_id: str,
+        query: np.ndarray,
+        k: int,
+        *,
+        namespaces: Sequence[str] | None = None,
+        statuses: Sequence[str] | None = None,
+        types: Sequence[str] | None = None,
+        agent: str | None = None,
+    ) -> list[tuple[int, float]]:
+        """:meth:`knn` answered by sqlite-vec itself, without the index (the reference the index is checked against)."""
         table = self.table_for(model_id)
         if table is None:
             return []

@@ -59,6 +59,7 @@ __all__ = [
     "is_placeholder",
     "luhn_ok",
     "marker",
+    "may_hold",
     "redact",
     "redact_data",
     "secret_name",
@@ -129,15 +130,19 @@ def _cards(text: str) -> Iterator[tuple[int, int]]:
 
 def _candidates(text: str, contact: bool) -> Iterator[tuple[int, int, int, str, str, bool]]:
     """(rank, start, end, kind, category, free) for every match of every pattern, overlaps included."""
+    screen = _Screen(text)
     for rank, pattern in enumerate(_PATTERNS + _CONTACT_PATTERNS if contact else _PATTERNS):
+        if not screen.may_find(pattern.kind):
+            continue  # none of what every match of this kind contains
         for match in pattern.regex.finditer(text):
             if match.start("v") == match.end("v"):
                 continue
             if pattern.check is not None and not pattern.check(match):
                 continue
             yield rank, match.start("v"), match.end("v"), pattern.kind, pattern.category, pattern.free
-    for start, end in _cards(text):
-        yield _CARD_RANK, start, end, CARD_KIND, PERSONAL, False
+    if screen.may_find(CARD_KIND):
+        for start, end in _cards(text):
+            yield _CARD_RANK, start, end, CARD_KIND, PERSONAL, False
 
 
 def _find_once(text: str, contact: bool) -> list[Finding]:
@@ -178,11 +183,94 @@ def _replace(text: str, findings: list[Finding]) -> tuple[str, list[tuple[int, i
     return "".join(parts), segments
 
 
+# -- the screen: most text cannot hold a secret, and a few substring tests show it ----------
+
+# What every match of a pattern contains, by kind, case folded: its published prefix or its label
+# (folding only lets more text through). A pattern runs only on text that holds one of its kind's
+# words, and text that holds none of any kind is not scanned at all. A new pattern needs its entry
+# here or in _MIN_DIGITS (tests/test_text_screens.py fails otherwise).
+_TRIGGERS: dict[str, tuple[str, ...]] = {
+    "private-key": ("-----begin",),
+    "jwt": ("eyj",),
+    "anthropic-key": ("sk-",),
+    "openai-key": ("sk-",),
+    "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "gitlab-token": ("glpat-",),
+    "slack-token": ("xoxb-", "xoxa-", "xoxp-", "xoxr-", "xoxs-"),
+    "google-api-key": ("aiza",),
+    "aws-access-key-id": ("akia", "asia"),
+    "stripe-key": ("k_live_", "k_test_"),
+    "npm-token": ("npm_",),
+    "huggingface-token": ("hf_",),
+    "azure-key": ("accountkey", "sharedaccesskey"),
+    "azure-sas": ("sharedaccesssignature", "sig="),
+    "aws-secret-key": ("secret",),
+    "bearer-token": ("bearer",),
+    "url-password": ("://",),
+    "cli-password": ("mysql", "mariadb", "sshpass", "pass"),
+    "basic-auth": ("curl", "wget", "http", "xh"),
+    "cn-secret": (
+        *("密码", "密碼", "口令", "密钥", "密鑰", "秘钥", "秘鑰"),
+        *("金鑰", "私钥", "私鑰", "令牌", "權杖", "授权码", "授權碼"),
+    ),
+    # The label's name: password, passwd, passphrase, pass, pwd, pw, secret, token, credential, any …key.
+    "password-assignment": ("pass", "pw", "secret", "token", "key", "credential"),
+    "email": ("@",),
+}
+# Kinds that are runs of digits, by the ASCII digits they hold at least: a resident id 17 and its
+# check character, an SSN 9, a card 13 to 19, a phone number 9 with its country code (10 in the
+# US, 11 in China).
+_MIN_DIGITS: dict[str, int] = {"cn-id-number": 17, "us-ssn": 9, CARD_KIND: 13, "phone": 9}
+_DIGIT_BYTES = b"0123456789"
+
+
+class _Screen:
+    """What the screen reads of a text once: the text case folded, and how many ASCII digits it holds."""
+
+    __slots__ = ("digits", "folded", "verdicts")
+
+    def __init__(self, text: str) -> None:
+        # IGNORECASE also matches a dotless ı to i, which case folding keeps apart.
+        self.folded = text.casefold().replace("ı", "i")
+        data = text.encode("utf-8", "surrogatepass")  # an ASCII digit is one byte, never part of another character
+        self.digits = len(data) - len(data.translate(None, _DIGIT_BYTES))
+        self.verdicts: dict[str, bool] = {}
+
+    def may_find(self, kind: str) -> bool:
+        """False when no pattern of ``kind`` can match the text."""
+        verdict = self.verdicts.get(kind)
+        if verdict is None:
+            if kind in _MIN_DIGITS:
+                verdict = self.digits >= _MIN_DIGITS[kind]
+            else:
+                verdict = any(word in self.folded for word in _TRIGGERS[kind])
+            self.verdicts[kind] = verdict
+        return verdict
+
+    def may_find_any(self, contact: bool) -> bool:
+        kinds = _ALL_KINDS if contact else _DEFAULT_KINDS
+        return any(self.may_find(kind) for kind in kinds)
+
+
+_ALL_KINDS = tuple(dict.fromkeys([p.kind for p in _PATTERNS + _CONTACT_PATTERNS] + [CARD_KIND]))
+_DEFAULT_KINDS = tuple(k for k in _ALL_KINDS if k not in CONTACT_KINDS)
+
+
+def may_hold(text: str, *, contact: bool = False) -> bool:
+    """False when :func:`find` surely finds nothing in ``text``: none of the prefixes and labels, too few digits.
+
+    A few substring tests, much cheaper than the patterns; True says nothing.
+    """
+    return _Screen(text).may_find_any(contact)
+
+
 def find(text: str, *, contact: bool = False) -> list[Finding]:
     """Secrets and personal data in ``text``: non-overlapping, sorted by start; markers are skipped.
 
     ``contact=True`` also finds e-mail addresses and phone numbers (:data:`CONTACT_KINDS`).
     """
+    if not may_hold(text, contact=contact):
+        return []
     findings = _find_once(text, contact)
     # A scan reads each pattern's matches left to right without overlap, so a match that
     # swallowed a neighbour and lost to a stronger finding can hide that neighbour until

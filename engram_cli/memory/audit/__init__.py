@@ -9,6 +9,7 @@ Checks, by severity (``error`` and ``warning`` are problems; ``info`` lists memo
 - missing_index (error): a memory without a vector in its model's table, without a keyword row, or whose
   vector row carries outdated filter columns (namespace, status, type, agent), which recall filters on.
 - orphan_index (error): vector or keyword rows whose memory is gone, or vectors left in another model's table.
+- vector_index (error): a vector index file (the cache KNN searches) that does not hold what the vec0 table holds.
 - other_model (warning): memories whose vector comes from another model than the active one, or than the
   target of an unfinished reembed: the migration's progress.
 - near_duplicates (warning): active pairs of one namespace, agent and model that remember would have merged:
@@ -54,6 +55,7 @@ from engram_cli.memory.audit.report import (
 )
 from engram_cli.memory.audit.review import _age_checks
 from engram_cli.memory.audit.secrets import INDEX_TABLES, NOT_SCANNED, SCANNED, VECTOR_TABLES, _secrets, index_table
+from engram_cli.memory.audit.vector_cache import _vector_index
 from engram_cli.memory.model import Filters
 from engram_cli.memory.reembed import TARGET_MODEL_KEY
 from engram_cli.memory.repair import Action, Repairs, Work
@@ -101,6 +103,7 @@ def _scan(store: Store, settings: AuditSettings, scope: _Scope, moment: datetime
             rows = store.memories.scan(Filters(namespaces=scope.namespaces, statuses=[]))
             checks = [integrity, _secrets(store, rows, scope, n, work, settings.contact)]
             checks.extend(_index(store, rows, n, work))
+            checks.append(_vector_index(store, n, work))
             checks.append(_other_model(rows, settings.active_model, store.setting(TARGET_MODEL_KEY)))
             checks.extend(_pair_checks(store, rows, settings, work))
             checks.extend(_age_checks(rows, settings, moment))

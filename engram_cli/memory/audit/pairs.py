@@ -1,7 +1,8 @@
 """Similar pairs: near-duplicates that remember would have merged, and conflicts that were never resolved.
 
-Pairs come from tiled matrix products over the vectors of each namespace and model, screened in
-numpy, so only pairs that could matter reach Python; never from one KNN query per memory.
+Pairs come from tiled matrix products over the vectors of each namespace and model
+(:mod:`engram_cli.memory.neighbours`), screened in numpy, so only pairs that could matter reach
+Python; never from one KNN query per memory.
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
 from engram_cli.lang import text as textmod
+from engram_cli.memory import neighbours
 from engram_cli.memory.audit.report import WARNING, AuditSettings, Check, excerpt
 from engram_cli.memory.remember import MERGE_CANDIDATES, chunked
 from engram_cli.memory.repair import Work
@@ -32,7 +35,7 @@ from engram_cli.memory.similarity import (
 from engram_cli.store.db import Store
 from engram_cli.store.memories import MemoryRow
 
-TILE = 2048  # rows and columns per matrix product (16 MB of float32)
+TILE = neighbours.BLOCK  # rows and columns per matrix product (16 MB of float32)
 # Similar pairs classified at most; a store of near-identical templated texts stops here
 # (and says so) instead of listing n² pairs.
 MAX_PAIRS = 200_000
@@ -51,6 +54,11 @@ _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.int32)
 SIGNATURE_BYTES = 32
 
 
+@lru_cache(maxsize=1 << 16)
+def _term_bit(term: str) -> int:
+    return zlib.crc32(term.encode("utf-8")) % (SIGNATURE_BYTES * 8)
+
+
 @dataclass
 class _Signals:
     """Per-text signals computed once per group, so pairs can be screened in numpy."""
@@ -63,23 +71,26 @@ class _Signals:
 
     @classmethod
     def of(cls, texts: Sequence[str]) -> _Signals:
-        neg = np.zeros(len(texts), dtype=bool)
-        chg = np.zeros(len(texts), dtype=bool)
-        key = np.zeros(len(texts), dtype=np.int64)
-        sig = np.zeros((len(texts), SIGNATURE_BYTES), dtype=np.uint8)
-        sizes = np.zeros(len(texts), dtype=np.int64)
+        neg: list[bool] = []
+        chg: list[bool] = []
+        keys: list[bytes] = []
+        sizes: list[int] = []
+        owners: list[int] = []  # (text, bit) of every topic term, set in one numpy call below
+        bits: list[int] = []
         for i, text in enumerate(texts):
             words = textmod.analyze(text)
-            neg[i] = negates(text)
-            chg[i] = change_marker(text) is not None
-            digest = hashlib.blake2b("\x1f".join(words).encode("utf-8"), digest_size=8).digest()
-            key[i] = int.from_bytes(digest, "little", signed=True)
+            neg.append(negates(text))
+            chg.append(change_marker(text) is not None)
+            keys.append(hashlib.blake2b("\x1f".join(words).encode("utf-8"), digest_size=8).digest())
             topic = topic_terms(words)
-            sizes[i] = len(topic)
-            for term in topic:
-                bit = zlib.crc32(term.encode("utf-8")) % (SIGNATURE_BYTES * 8)
-                sig[i, bit // 8] |= 1 << (bit % 8)
-        return cls(neg, chg, key, sig, sizes)
+            sizes.append(len(topic))
+            owners.extend([i] * len(topic))
+            bits.extend(_term_bit(term) for term in topic)
+        sig = np.zeros((len(texts), SIGNATURE_BYTES), dtype=np.uint8)
+        bit = np.array(bits, dtype=np.int64)
+        np.bitwise_or.at(sig, (np.array(owners, dtype=np.int64), bit // 8), (1 << (bit % 8)).astype(np.uint8))
+        key = np.frombuffer(b"".join(keys), dtype="<i8").astype(np.int64) if keys else np.zeros(0, dtype=np.int64)
+        return cls(np.array(neg, dtype=bool), np.array(chg, dtype=bool), key, sig, np.array(sizes, dtype=np.int64))
 
     def topic_may_overlap(self, a: np.ndarray, b: np.ndarray, share: float) -> np.ndarray:
         """False where pairs (a[k], b[k]) surely share less than ``share`` of their topic terms (Jaccard).
@@ -127,19 +138,15 @@ def _similar_pairs(store: Store, rows: list[MemoryRow], settings: AuditSettings,
         matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
         signals = _Signals.of([r.content for r in members])
         neg, key = signals.negates, signals.words
-        for rs, re_, cs, ce in _tiles(len(members)):
-            sims = matrix[rs:re_] @ matrix[cs:ce].T
-            if rs == cs:
-                sims[np.tril_indices(re_ - rs)] = -2.0  # each pair once: right of the diagonal only
+        for tile in neighbours.pairs_by_tile(matrix, low, block=TILE):
             # Below the merge threshold a pair is only worth a look when it has the same words,
             # or opposite polarity about the same topic.
-            above = sims >= low
-            keep = (sims >= merge_at) | (above & (key[rs:re_, None] == key[None, cs:ce]))
-            ai, bi = np.nonzero(keep)
-            pi, pj = np.nonzero(above & ~keep & (neg[rs:re_, None] != neg[None, cs:ce]))
-            on_topic = signals.topic_may_overlap(pi + rs, pj + cs, SWAP_OVERLAP)
-            ai = np.concatenate([ai, pi[on_topic]]) + rs
-            bi = np.concatenate([bi, pj[on_topic]]) + cs
+            a, b = tile.left, tile.right
+            keep = (tile.score >= merge_at) | (key[a] == key[b])
+            maybe = np.flatnonzero(~keep & (neg[a] != neg[b]))
+            on_topic = maybe[signals.topic_may_overlap(a[maybe], b[maybe], SWAP_OVERLAP)]
+            ai = np.concatenate([a[keep], a[on_topic]])
+            bi = np.concatenate([b[keep], b[on_topic]])
             if len(ai) > budget:
                 out.truncated = True
                 ai, bi = ai[:budget], bi[:budget]
@@ -188,13 +195,6 @@ def _unapplied_corrections(
                         (float(scores[j]), old, new, f"a correction that did not replace the older memory: {reason}")
                     )
                 break
-
-
-def _tiles(n: int, size: int = TILE) -> Iterable[tuple[int, int, int, int]]:
-    """Square tiles on and above the diagonal of an n x n similarity matrix: bounded memory at any n."""
-    for rs in range(0, n, size):
-        for cs in range(rs, n, size):
-            yield rs, min(n, rs + size), cs, min(n, cs + size)
 
 
 def _classify(

@@ -64,6 +64,8 @@ NOT_SCANNED: dict[str, dict[str, str]] = {
         "model_id": _MODEL, "vec_table": "derived from model_id (store.vectors.table_name)", "created_at": _TIME,
     },
     "schema_migrations": {"name": "the name of a migration engram ships", "applied_at": _TIME},
+    "vector_changes": {"model_id": _MODEL},
+    "vector_epoch": {"epoch": "random hex engram makes (names the database for the vector index)"},
     "evidence": {
         "namespace": _SCOPE, "source": _IMPORTER, "kind": "one of four kinds of turn (CHECK constraint)",
         "content_hash": _HASH, "embedding_model": _MODEL, "occurred_at": _TIME, "learned_at": _TIME,
@@ -105,6 +107,22 @@ _NAMESPACED = {"ingest_sessions", "evidence"}
 # -- the check ------------------------------------------------------------------------------
 
 
+def _may_hold(raw: Any, kind: str, contact: bool) -> bool:
+    """False when the column value surely holds nothing to redact (most values), without decoding it.
+
+    JSON written without escapes holds every key and string verbatim, and a string under a secret
+    name is found by that name, which the screen knows as a label; with a backslash anywhere
+    (``\\u5bc6``, ``:\\/\\/``) the text is not what the patterns read, so it is decoded and scanned.
+    """
+    if not raw:
+        return False
+    if not isinstance(raw, str):
+        return True
+    if kind == JSON and "\\" in raw:
+        return True
+    return redactmod.may_hold(raw, contact=contact)
+
+
 def _secrets(
     store: Store, rows: list[MemoryRow], scope: _Scope, limit: int, work: Work, contact: bool = False
 ) -> Check:
@@ -121,6 +139,8 @@ def _secrets(
     def note(key: tuple[str, str], table: str, values: Sequence[Any]) -> bool:
         hit = False
         for (column, kind), raw in zip(SCANNED[table].items(), values, strict=True):
+            if not _may_hold(raw, kind, contact):
+                continue
             redacted, found = repair.redact_value(raw, kind, contact=contact)
             if not found:
                 continue

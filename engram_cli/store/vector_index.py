@@ -1,0 +1,632 @@
+"""The vector index: one model's vectors as a float32 matrix that numpy searches, kept as a cache.
+
+The vec0 table of a model stays the truth. Every write to it also appends a row to the change log
+(``vector_changes``: sequence, model, memory pk, random token) in the same transaction, so a copy
+of the table taken at one sequence can be brought up to date by re-reading only the rows changed
+since. That copy is a file under the user's cache directory (one per database and model), mapped
+into memory read-only; the changes since it was written are kept beside it in memory, and when
+they grow (or a vector was deleted: a purged memory must not outlive its row for long) the file
+is rewritten whole and renamed over the old one.
+
+A file is used only when it belongs to this very database (the random ``vector_epoch`` a
+migration wrote, and the file's device and inode), to this model and dimension, and when the log
+still holds the row it stopped at with the same token; anything else (missing, truncated,
+foreign, older than what the log still holds, a database restored from a backup) makes it rebuilt
+from the vec0 table. Nothing is written while this connection has uncommitted changes, so a file
+never reflects work that may be rolled back; a rollback makes the index forget everything it
+read. Without a cache directory, or when it cannot be written, the index lives in memory only.
+
+Rows are kept sorted by namespace, so a namespace filter is a slice of the matrix; status, type
+and agent are small integer codes turned into masks. Above ``approx_min_rows`` rows to search,
+the sign bits of the mean-centred vectors pick candidates by Hamming distance (popcount) and only
+those are scored exactly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import struct
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import apsw
+import numpy as np
+
+from engram_cli.atomic import replace_file
+from engram_cli.store.knn import Filter, IndexOptions
+from engram_cli.store.sql import chunks, marks
+
+if TYPE_CHECKING:
+    from engram_cli.store.database import Database
+
+log = logging.getLogger(__name__)
+
+LOG_TABLE = "vector_changes"
+MAGIC = b"ENGRAMVI"
+FORMAT = 1
+ALIGN = 64
+# The log keeps this many of its newest rows; an index file older than what is left is rebuilt.
+LOG_KEEP = 100_000
+# How often (in log rows) the log is trimmed.
+LOG_TRIM_EVERY = 4096
+# Changed rows kept beside the base before they are folded into it (in memory, or into the file).
+OVERLAY_LIMIT = 4096
+# Changed rows that make a reader rewrite the file (at least; or a thousandth of the rows).
+PERSIST_DELTA = 256
+# Candidates per wanted neighbour that the approximate path scores exactly (at least ``rerank``).
+RERANK_PER_K = 20
+
+FILTERS = ("ns", "status", "mtype", "agent")
+_SECTIONS = ("pks", "norms", "ns", "status", "mtype", "agent", "order", "ns_start", "mean", "bits", "matrix")
+
+
+Row = tuple[np.ndarray, str, str, str, str]  # vector, namespace, status, type, agent
+
+
+def index_file(cache_dir: Path, db_path: Path, table: str) -> Path:
+    """Where the index of ``table`` of the database at ``db_path`` is kept: keyed by the file's real path."""
+    import hashlib
+
+    key = hashlib.sha256(os.path.realpath(db_path).encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return cache_dir / key / f"{table}.idx"
+
+
+def _norms(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1).astype(np.float32) if len(matrix) else np.zeros(0, np.float32)
+    norms[norms == 0] = 1.0  # a zero vector scores 0 against anything, never NaN
+    return norms
+
+
+def _sign_bits(matrix: np.ndarray, norms: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """Sign bits of each row (normalised, minus the mean), packed and padded to whole 64-bit words."""
+    dim = matrix.shape[1]
+    width = -(-dim // 64) * 8
+    out = np.zeros((len(matrix), width), dtype=np.uint8)
+    for lo in range(0, len(matrix), 65536):  # in blocks: the centred copy of a million rows is 1.5 GB
+        block = matrix[lo : lo + 65536] / norms[lo : lo + 65536, None] - mean
+        out[lo : lo + len(block), : -(-dim // 8)] = np.packbits(block > 0, axis=1, bitorder="little")
+    return out
+
+
+class Base:
+    """The rows of a model's table as of one change-log sequence, sorted by namespace then pk."""
+
+    def __init__(self, arrays: dict[str, np.ndarray], vocab: dict[str, list[str]], dim: int) -> None:
+        self.a = arrays
+        self.vocab = vocab
+        self.dim = dim
+        self.n = len(arrays["pks"])
+        self.codes = {name: {v: i for i, v in enumerate(values)} for name, values in vocab.items()}
+
+    @classmethod
+    def build(
+        cls, pks: np.ndarray, matrix: np.ndarray, codes: dict[str, np.ndarray], vocab: dict[str, list[str]], dim: int
+    ) -> Base:
+        """From parallel arrays: pks, vectors, and the codes (into ``vocab``, sorted) of each filter column."""
+        sort = np.lexsort((pks, codes["ns"])) if len(pks) else np.zeros(0, dtype=np.int64)
+        matrix = np.ascontiguousarray(np.asarray(matrix, dtype=np.float32)[sort]).reshape(len(pks), dim)
+        pks = np.asarray(pks, dtype=np.int64)[sort]
+        norms = _norms(matrix)
+        mean = np.zeros(dim, np.float32)
+        for lo in range(0, len(matrix), 65536):
+            mean += (matrix[lo : lo + 65536] / norms[lo : lo + 65536, None]).sum(axis=0)
+        mean /= max(len(matrix), 1)
+        ns = np.asarray(codes["ns"], dtype=np.int32)[sort]
+        arrays = {
+            "pks": pks,
+            "norms": norms,
+            "ns": ns,
+            "status": np.asarray(codes["status"], dtype=np.int16)[sort],
+            "mtype": np.asarray(codes["mtype"], dtype=np.int16)[sort],
+            "agent": np.asarray(codes["agent"], dtype=np.int32)[sort],
+            "order": np.argsort(pks, kind="stable").astype(np.int64),
+            "ns_start": np.searchsorted(ns, np.arange(len(vocab["ns"]) + 1)).astype(np.int64),
+            "mean": mean,
+            "bits": _sign_bits(matrix, norms, mean),
+            "matrix": matrix,
+        }
+        return cls(arrays, vocab, dim)
+
+    @classmethod
+    def from_rows(cls, pks: np.ndarray, matrix: np.ndarray, meta: Sequence[Sequence[str]], dim: int) -> Base:
+        """From parallel arrays: pks, vectors and (namespace, status, type, agent) per row."""
+        vocab = {name: sorted({m[i] for m in meta}) for i, name in enumerate(FILTERS)}
+        codes = {}
+        for i, name in enumerate(FILTERS):
+            lookup = {v: c for c, v in enumerate(vocab[name])}
+            codes[name] = np.fromiter((lookup[m[i]] for m in meta), dtype=np.int32, count=len(meta))
+        return cls.build(pks, matrix, codes, vocab, dim)
+
+    def merged(self, keep: np.ndarray, extra: dict[int, Row]) -> Base:
+        """The rows ``keep`` (a mask) of this base with the rows of ``extra`` added, as a new base."""
+        rows = np.flatnonzero(keep)
+        over = sorted(extra)
+        vocab: dict[str, list[str]] = {}
+        codes: dict[str, np.ndarray] = {}
+        for i, name in enumerate(FILTERS):
+            new = [str(extra[pk][i + 1]) for pk in over]
+            vocab[name] = sorted(set(self.vocab[name]) | set(new))
+            lookup = {v: c for c, v in enumerate(vocab[name])}
+            remap = np.asarray([lookup[v] for v in self.vocab[name]] or [0], dtype=np.int32)
+            added = np.asarray([lookup[v] for v in new], dtype=np.int32)
+            codes[name] = np.concatenate([remap[self.a[name][rows]], added])
+        pks = np.concatenate([self.a["pks"][rows], np.asarray(over, dtype=np.int64)])
+        matrix = np.asarray(self.a["matrix"][rows])
+        if over:
+            matrix = np.concatenate([matrix, np.stack([extra[pk][0] for pk in over]).astype(np.float32)])
+        return Base.build(pks, matrix, codes, vocab, self.dim)
+
+    # -- the file -------------------------------------------------------------------------
+
+    def save(self, path: Path, identity: dict[str, Any]) -> None:
+        """Write the file whole and rename it over the old one (readers see one or the other)."""
+        layout: dict[str, list[Any]] = {}
+        offset = 0
+        for name in _SECTIONS:
+            arr = self.a[name]
+            layout[name] = [offset, str(arr.dtype), list(arr.shape)]
+            offset += -(-arr.nbytes // ALIGN) * ALIGN
+        header = json.dumps(
+            {"identity": identity, "vocab": self.vocab, "dim": self.dim, "n": self.n, "layout": layout,
+             "size": offset},
+            ensure_ascii=False,
+        ).encode("utf-8")  # fmt: skip
+        start = -(-(len(MAGIC) + 8 + len(header)) // ALIGN) * ALIGN
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with replace_file(path) as fh:
+            fh.write(MAGIC + struct.pack("<II", FORMAT, len(header)) + header)
+            fh.write(b"\0" * (start - len(MAGIC) - 8 - len(header)))
+            for name in _SECTIONS:
+                arr = np.ascontiguousarray(self.a[name])
+                fh.write(arr.data)
+                fh.write(b"\0" * (-(-arr.nbytes // ALIGN) * ALIGN - arr.nbytes))
+
+    @classmethod
+    def load(cls, path: Path) -> tuple[Base, dict[str, Any]] | None:
+        """The base in a file and the identity it was written for; None when the file is missing or unreadable."""
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(len(MAGIC) + 8)
+                if len(head) < len(MAGIC) + 8 or head[: len(MAGIC)] != MAGIC:
+                    return None
+                version, length = struct.unpack("<II", head[len(MAGIC) :])
+                if version != FORMAT or length > 1 << 26:
+                    return None
+                meta = json.loads(fh.read(length).decode("utf-8"))
+            start = -(-(len(MAGIC) + 8 + length) // ALIGN) * ALIGN
+            if os.path.getsize(path) != start + int(meta["size"]):
+                return None
+            raw = np.memmap(path, dtype=np.uint8, mode="r")
+            arrays: dict[str, np.ndarray] = {}
+            for name in _SECTIONS:
+                offset, dtype, shape = meta["layout"][name]
+                count = int(np.prod(shape)) if shape else 1
+                size = count * np.dtype(dtype).itemsize
+                arrays[name] = raw[start + offset : start + offset + size].view(dtype).reshape(shape)
+            base = cls(arrays, {k: list(v) for k, v in meta["vocab"].items()}, int(meta["dim"]))
+            if base.n != int(meta["n"]) or arrays["matrix"].shape != (base.n, base.dim):
+                return None
+            return base, dict(meta["identity"])
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, struct.error):
+            return None
+
+    # -- rows ------------------------------------------------------------------------------
+
+    def row_of(self, pks: Iterable[int]) -> dict[int, int]:
+        """pk -> row, for those of ``pks`` that are in the base."""
+        wanted = np.fromiter(pks, dtype=np.int64)
+        if not self.n or not len(wanted):
+            return {}
+        sorted_pks = self.a["pks"][self.a["order"]]
+        at = np.minimum(np.searchsorted(sorted_pks, wanted), self.n - 1)
+        hit = sorted_pks[at] == wanted
+        return {int(pk): int(self.a["order"][i]) for pk, i, h in zip(wanted, at, hit, strict=True) if h}
+
+    def meta_of(self, row: int) -> tuple[str, str, str, str]:
+        a, v = self.a, self.vocab
+        return (v["ns"][int(a["ns"][row])], v["status"][int(a["status"][row])], v["mtype"][int(a["mtype"][row])],
+                v["agent"][int(a["agent"][row])])  # fmt: skip
+
+    def slices(self, namespaces: Sequence[str] | None) -> list[tuple[int, int]]:
+        if not namespaces:
+            return [(0, self.n)] if self.n else []
+        starts = self.a["ns_start"]
+        out = []
+        for code in sorted({self.codes["ns"][ns] for ns in namespaces if ns in self.codes["ns"]}):
+            lo, hi = int(starts[code]), int(starts[code + 1])
+            if hi > lo:
+                out.append((lo, hi))
+        return out
+
+    def mask(self, lo: int, hi: int, spec: Filter, dead: np.ndarray | None) -> np.ndarray | None:
+        """Which rows of [lo, hi) pass the filters other than the namespace; None when all do."""
+        mask: np.ndarray | None = None
+        for name, wanted in (("status", spec.statuses), ("mtype", spec.types),
+                             ("agent", None if spec.agent is None else [spec.agent])):  # fmt: skip
+            if not wanted:
+                continue
+            codes = [self.codes[name][w] for w in wanted if w in self.codes[name]]
+            part = np.isin(self.a[name][lo:hi], codes)
+            mask = part if mask is None else mask & part
+        if dead is not None:
+            alive = ~dead[lo:hi]
+            mask = alive if mask is None else mask & alive
+        return mask
+
+
+def _by_pk(base: Base, skip: set[int]) -> np.ndarray:
+    """The rows of ``base`` in pk order, leaving out those of ``skip``."""
+    order = base.a["order"]
+    if skip:
+        order = order[~np.isin(base.a["pks"][order], np.fromiter(skip, dtype=np.int64))]
+    return np.asarray(order)
+
+
+def _top(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` highest finite scores, best first."""
+    idx = np.argpartition(-scores, k - 1)[:k] if len(scores) > k else np.arange(len(scores))
+    idx = idx[np.isfinite(scores[idx])]
+    best: np.ndarray = idx[np.argsort(-scores[idx], kind="stable")]
+    return best
+
+
+class VectorIndex:
+    """The index of one model's vec0 table, read through one connection."""
+
+    def __init__(self, store: Database, model_id: str, table: str, dim: int, options: IndexOptions) -> None:
+        self.store = store
+        self.model_id = model_id
+        self.table = table
+        self.dim = dim
+        self.options = options
+        self.file = None if options.cache_dir is None else index_file(options.cache_dir, store.path, table)
+        self._writable = self.file is not None
+        self.base: Base | None = None
+        self.saved = False  # the base is what the file holds
+        self.seq = 0  # the last change of the log the index reflects
+        self.token: int | None = None
+        self.base_seq = 0  # ... and the last one its base reflects
+        self.overlay: dict[int, Row] = {}  # changed rows that exist now
+        self.gone: set[int] = set()  # changed rows that no longer exist
+        self.changes: list[tuple[int, int]] = []  # (seq, pk) applied on top of the base
+        self.dead: np.ndarray | None = None  # base rows overridden by the overlay or gone
+        self._ov: dict[str, Any] | None = None  # the overlay as arrays, made when searched
+
+    # -- keeping up with the database ------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Bring the index up to the database's current state (as this connection sees it)."""
+        with self.store.read():
+            if self.base is not None and not self._continues(self.seq, self.token):
+                log.info("vector index of %s: the change log moved on without it; reloading", self.model_id)
+                self.reset()
+            if self.base is None:
+                self._open()
+            self._catch_up()
+        if len(self.overlay) + len(self.gone) > OVERLAY_LIMIT:
+            self._fold()
+        if self._should_save():
+            self._save()
+
+    def reset(self) -> None:
+        """Forget everything read (after a rollback, or when the log no longer continues it)."""
+        self.base = None
+        self.saved = False
+        self.seq, self.token, self.base_seq = 0, None, 0
+        self.overlay.clear()
+        self.gone.clear()
+        self.changes.clear()
+        self.dead = None
+        self._ov = None
+
+    def _identity(self) -> dict[str, Any]:
+        try:
+            st = os.stat(self.store.path)
+            where: list[int | None] = [st.st_dev, st.st_ino]
+        except OSError:
+            where = [None, None]
+        epoch = self.store.scalar("SELECT epoch FROM vector_epoch WHERE id = 1")
+        return {"epoch": epoch, "file": where, "model": self.model_id, "table": self.table, "dim": self.dim}
+
+    def _continues(self, seq: int, token: int | None) -> bool:
+        """Whether the log still holds every change after ``seq`` (and ``seq`` is the change it was)."""
+        if seq == 0:
+            first = self.store.scalar(f"SELECT min(seq) FROM {LOG_TABLE}")
+            return first is None or int(first) == 1
+        found = self.store.scalar(f"SELECT token FROM {LOG_TABLE} WHERE seq = ?", (seq,))
+        return found is not None and int(found) == token
+
+    def _open(self) -> None:
+        identity = self._identity()
+        if self.file is not None:
+            loaded = Base.load(self.file)
+            if loaded is not None:
+                base, held = loaded
+                seq, token = held.pop("seq", None), held.pop("token", None)
+                if held == identity and isinstance(seq, int) and self._continues(seq, token):
+                    self.base, self.saved, self.seq, self.token = base, True, seq, token
+                    self.base_seq = seq
+                    return
+                log.info("vector index file %s does not match the database; rebuilding it", self.file)
+        self.seq, self.token = self._head()
+        self.base_seq = self.seq
+        self.base = self._read_all()
+        self.saved = False
+
+    def _head(self) -> tuple[int, int | None]:
+        row = self.store.one(f"SELECT seq, token FROM {LOG_TABLE} ORDER BY seq DESC LIMIT 1")
+        return (0, None) if row is None else (int(row[0]), int(row[1]))
+
+    def _read_all(self) -> Base:
+        pks: list[int] = []
+        blobs: list[bytes] = []
+        meta: list[tuple[str, str, str, str]] = []
+        for pk, blob, ns, status, mtype, agent in self.store.rows(
+            f"SELECT memory_pk, embedding, namespace, status, memory_type, agent_id FROM {self.table}"
+        ):
+            pks.append(int(pk))
+            blobs.append(blob)
+            meta.append((str(ns), str(status), str(mtype), str(agent)))
+        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(pks), self.dim)
+        return Base.from_rows(np.asarray(pks, dtype=np.int64), matrix, meta, self.dim)
+
+    def _catch_up(self) -> None:
+        changed = self.store.rows(
+            f"SELECT seq, model_id, memory_pk, token FROM {LOG_TABLE} WHERE seq > ? ORDER BY seq", (self.seq,)
+        )
+        if not changed:
+            return
+        self.seq, self.token = int(changed[-1][0]), int(changed[-1][3])
+        mine = [(int(seq), int(pk)) for seq, model, pk, _ in changed if model == self.model_id]
+        if not mine:
+            return
+        self.changes.extend(mine)
+        pks = sorted({pk for _, pk in mine})
+        found = self.rows_of(pks)
+        for pk in pks:
+            if pk in found:
+                self.overlay[pk] = found[pk]
+                self.gone.discard(pk)
+            else:
+                self.overlay.pop(pk, None)
+                self.gone.add(pk)
+        assert self.base is not None
+        rows = self.base.row_of(pks)
+        if rows:
+            if self.dead is None:
+                self.dead = np.zeros(self.base.n, dtype=bool)
+            self.dead[list(rows.values())] = True
+        self._ov = None
+
+    def rows_of(self, pks: Sequence[int]) -> dict[int, Row]:
+        out: dict[int, Row] = {}
+        for chunk in chunks(pks):
+            for pk, blob, ns, status, mtype, agent in self.store.rows(
+                f"SELECT memory_pk, embedding, namespace, status, memory_type, agent_id FROM {self.table} "
+                f"WHERE memory_pk IN ({marks(chunk)})",
+                chunk,
+            ):
+                out[int(pk)] = (np.frombuffer(blob, dtype=np.float32), str(ns), str(status), str(mtype), str(agent))
+        return out
+
+    def _fold(self) -> None:
+        """Make base + overlay the new base (in memory; the file is rewritten when it may be)."""
+        assert self.base is not None
+        keep = np.ones(self.base.n, dtype=bool) if self.dead is None else ~self.dead
+        self.base = self.base.merged(keep, self.overlay)
+        self.base_seq = self.seq
+        self.saved = False
+        self.overlay.clear()
+        self.gone.clear()
+        self.changes.clear()
+        self.dead = None
+        self._ov = None
+
+    def _should_save(self) -> bool:
+        if not self._writable or self.base is None:
+            return False
+        # Never while this connection holds uncommitted writes: a rollback would leave the file wrong.
+        if self.store.conn.txn_state() == apsw.SQLITE_TXN_WRITE:
+            return False
+        if not self.saved:
+            return True
+        purged = self.dead is not None and bool(self.gone) and bool(self.base.row_of(self.gone))
+        return purged or len(self.overlay) + len(self.gone) >= max(PERSIST_DELTA, self.base.n // 1000)
+
+    def _save(self) -> None:
+        if self.overlay or self.gone:
+            self._fold()
+        assert self.base is not None and self.file is not None
+        identity = {**self._identity(), "seq": self.seq, "token": self.token}
+        try:
+            self.base.save(self.file, identity)
+        except OSError as exc:
+            log.info("vector index: cannot write %s (%s); keeping it in memory", self.file, exc)
+            self._writable = False
+            return
+        self.saved = True
+
+    def check(self) -> str | None:
+        """Why the file does not hold exactly what the vec0 table holds (None when it does, or there is no file).
+
+        Compares every row: pks, filter columns and vectors, after the changes the log lists since.
+        """
+        if self.file is None or not self.file.exists():
+            return None
+        loaded = Base.load(self.file)
+        if loaded is None:
+            return "unreadable or truncated"
+        base, held = loaded
+        seq, token = held.pop("seq", None), held.pop("token", None)
+        with self.store.read():
+            if held != self._identity():
+                return "written for another database or model"
+            if not isinstance(seq, int) or not self._continues(seq, token):
+                return "older than the change log"
+            changed = {int(pk) for (pk,) in self.store.rows(
+                f"SELECT memory_pk FROM {LOG_TABLE} WHERE seq > ? AND model_id = ?", (seq, self.model_id))}  # fmt: skip
+            truth = self._read_all()
+        mine, theirs = _by_pk(base, changed), _by_pk(truth, changed)
+        if not np.array_equal(base.a["pks"][mine], truth.a["pks"][theirs]):
+            return "its rows are not the table's rows"
+        for name in FILTERS:
+            ours = np.asarray(base.vocab[name], dtype=object)[base.a[name][mine]] if len(mine) else []
+            held = np.asarray(truth.vocab[name], dtype=object)[truth.a[name][theirs]] if len(theirs) else []
+            if not np.array_equal(ours, held):
+                return "a namespace, status, type or agent differs from the table"
+        for lo in range(0, len(mine), 65536):
+            if not np.array_equal(base.a["matrix"][mine[lo : lo + 65536]], truth.a["matrix"][theirs[lo : lo + 65536]]):
+                return "a vector differs from the table"
+        return None
+
+    def rebuild(self) -> None:
+        """Read the table again and rewrite the file (when there is one)."""
+        with contextlib.suppress(OSError):
+            if self.file is not None:
+                self.file.unlink(missing_ok=True)
+        self.reset()
+        self._writable = self.file is not None
+        self.refresh()
+
+    # -- searching -------------------------------------------------------------------------
+
+    def _overlay_arrays(self) -> dict[str, Any]:
+        if self._ov is None:
+            pks = sorted(self.overlay)
+            rows = [self.overlay[pk] for pk in pks]
+            matrix = np.stack([r[0] for r in rows]).astype(np.float32) if rows else np.zeros((0, self.dim), np.float32)
+            self._ov = {"pks": np.asarray(pks, dtype=np.int64), "matrix": matrix, "norms": _norms(matrix),
+                        "meta": [r[1:] for r in rows]}  # fmt: skip
+        return self._ov
+
+    def search(
+        self, queries: np.ndarray, k: int, spec: Filter, *, exact: bool = False
+    ) -> list[list[tuple[int, float]]]:
+        """Per query (rows of ``queries``): the ``k`` nearest rows passing ``spec``, (pk, cosine), best first.
+
+        Approximate (sign bits, then exact scores of the best candidates) when more than ``approx_min_rows``
+        rows are to be searched, unless ``exact``.
+        """
+        self.refresh()
+        q = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        qn = np.linalg.norm(q, axis=1)
+        qn[qn == 0] = 1.0
+        q = q / qn[:, None]
+        found: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(len(q))]
+        base = self.base
+        assert base is not None
+        slices = base.slices(spec.namespaces)
+        total = sum(hi - lo for lo, hi in slices)
+        approx = not exact and 0 < self.options.approx_min_rows <= total
+        for lo, hi in slices:
+            mask = base.mask(lo, hi, spec, self.dead)
+            if mask is not None and not mask.any():
+                continue
+            if approx:
+                self._approx(q, k, lo, hi, mask, found)
+            else:
+                self._exact(q, k, lo, hi, mask, found)
+        ov = self._overlay_arrays()
+        if len(ov["pks"]):
+            keep = np.fromiter((spec.admits(*m) for m in ov["meta"]), dtype=bool, count=len(ov["meta"]))
+            if keep.any():
+                rows = np.flatnonzero(keep)
+                scores = (ov["matrix"][rows] @ q.T) / ov["norms"][rows, None]
+                for j in range(len(q)):
+                    found[j].append((ov["pks"][rows], scores[:, j]))
+        out: list[list[tuple[int, float]]] = []
+        for parts in found:
+            if not parts:
+                out.append([])
+                continue
+            pks = np.concatenate([p for p, _ in parts])
+            scores = np.concatenate([s for _, s in parts])
+            best = _top(scores, k)
+            out.append([(int(pks[i]), float(scores[i])) for i in best])
+        return out
+
+    def _exact(self, q: np.ndarray, k: int, lo: int, hi: int, mask: np.ndarray | None, found: list[Any]) -> None:
+        base = self.base
+        assert base is not None
+        pks, norms, matrix = base.a["pks"][lo:hi], base.a["norms"][lo:hi], base.a["matrix"][lo:hi]
+        if mask is not None and mask.sum() * 4 < len(mask):  # few rows pass: score only those
+            rows = np.flatnonzero(mask)
+            pks, norms, matrix, mask = pks[rows], norms[rows], matrix[rows], None
+        scores = (matrix @ q.T) / norms[:, None]
+        if mask is not None:
+            scores[~mask] = -np.inf
+        for j in range(len(q)):
+            col = scores[:, j]
+            best = _top(col, k)
+            found[j].append((pks[best], col[best]))
+
+    def _approx(self, q: np.ndarray, k: int, lo: int, hi: int, mask: np.ndarray | None, found: list[Any]) -> None:
+        base = self.base
+        assert base is not None
+        bits = base.a["bits"][lo:hi].view(np.uint64)
+        width = -(-self.dim // 8)
+        qbits = np.zeros((len(q), base.a["bits"].shape[1]), dtype=np.uint8)
+        qbits[:, :width] = np.packbits((q - base.a["mean"]) > 0, axis=1, bitorder="little")
+        qwords = qbits.view(np.uint64)
+        want = min(hi - lo, max(self.options.rerank, RERANK_PER_K * k))
+        for j in range(len(q)):
+            distance = np.bitwise_count(bits ^ qwords[j]).sum(axis=1, dtype=np.int32)
+            if mask is not None:
+                distance[~mask] = np.iinfo(np.int32).max
+            pick = np.argpartition(distance, want - 1)[:want] if want < len(distance) else np.arange(len(distance))
+            if mask is not None:
+                pick = pick[mask[pick]]
+            pick.sort()  # read the matrix in file order
+            rows = pick + lo
+            scores = (base.a["matrix"][rows] @ q[j]) / base.a["norms"][rows]
+            best = _top(scores, k)
+            found[j].append((base.a["pks"][rows[best]], scores[best]))
+
+    # -- batches ---------------------------------------------------------------------------
+
+    def changed_since(self, seq: int) -> set[int] | None:
+        """The pks of this model changed after ``seq`` (None when that is no longer known)."""
+        if self.base is None or seq < self.base_seq:
+            return None
+        return {pk for s, pk in self.changes if s > seq}
+
+
+class Prefetched:
+    """The neighbours of a batch of new vectors, found in one matrix product, kept exact as the batch is written.
+
+    ``near(j)`` answers what a KNN for query ``j`` would answer now: the prefetched lists lose the rows
+    changed since (which the batch's own writes change: inserts, supersedes, merges), and the changed
+    rows that pass the filter are scored afresh. When too many prefetched rows were lost to be sure of
+    the top ``k``, it asks the index again.
+    """
+
+    def __init__(self, index: VectorIndex, queries: np.ndarray, k: int, spec: Filter, spare: int) -> None:
+        self.index = index
+        self.queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+        self.k = k
+        self.spec = spec
+        self.ask = k + spare
+        self.lists = index.search(self.queries, self.ask, spec, exact=True)
+        self.seq = index.seq
+
+    def near(self, j: int) -> list[tuple[int, float]]:
+        self.index.refresh()
+        changed = self.index.changed_since(self.seq)
+        if changed is None:
+            return self.index.search(self.queries[j : j + 1], self.k, self.spec, exact=True)[0]
+        kept = [(pk, sim) for pk, sim in self.lists[j] if pk not in changed]
+        if len(kept) < self.k and len(self.lists[j]) >= self.ask:
+            return self.index.search(self.queries[j : j + 1], self.k, self.spec, exact=True)[0]
+        q = self.queries[j]
+        q = q / (float(np.linalg.norm(q)) or 1.0)
+        for pk in changed:
+            row = self.index.overlay.get(pk)
+            if row is not None and self.spec.admits(*row[1:]):
+                norm = float(np.linalg.norm(row[0])) or 1.0
+                kept.append((pk, float(np.dot(row[0], q) / norm)))
+        kept.sort(key=lambda h: -h[1])
+        return kept[: self.k]

@@ -1,0 +1,115 @@
+"""The cheap screens in front of the secret patterns and the change markers: they only skip text
+that the full expressions would find nothing in."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engram_cli.lang import redact
+from engram_cli.lang.redact.contact import _CONTACT_PATTERNS
+from engram_cli.lang.redact.patterns import _PATTERNS
+from engram_cli.memory import repair, similarity
+from engram_cli.memory.audit.secrets import _may_hold as column_may_hold
+from tests.test_redact import FRAGMENTS
+
+TEXTS = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=30)), max_size=8).map("".join)
+
+
+def test_every_pattern_has_a_screen() -> None:
+    kinds = {p.kind for p in _PATTERNS + _CONTACT_PATTERNS} | {redact.CARD_KIND}
+    assert kinds == set(redact._TRIGGERS) | set(redact._MIN_DIGITS)
+
+
+@pytest.mark.parametrize("text", FRAGMENTS)
+def test_every_known_secret_passes_the_screen(text: str) -> None:
+    for contact in (False, True):
+        if redact._find_once(text, contact):
+            assert redact.may_hold(text, contact=contact)
+
+
+@settings(max_examples=400, deadline=None)
+@given(TEXTS)
+def test_the_screen_changes_no_finding(text: str) -> None:
+    for contact in (False, True):
+        assert redact.find(text, contact=contact) == _unscreened(text, contact)
+
+
+def _unscreened(text: str, contact: bool) -> list[Any]:
+    original = redact._Screen.may_find
+    redact._Screen.may_find = lambda self, kind: True  # type: ignore[method-assign]
+    try:
+        return redact.find(text, contact=contact)
+    finally:
+        redact._Screen.may_find = original  # type: ignore[method-assign]
+
+
+def test_text_without_labels_prefixes_or_nine_digits_is_skipped() -> None:
+    assert not redact.may_hold("Fixed the flaky upload test; 12 of 40 runs failed")
+    assert redact.may_hold("ssn 123 45 6789")  # nine digits: maybe an SSN
+    assert redact.may_hold("mail bob@corp.io", contact=True) and not redact.may_hold("mail bob@corp.io")
+    assert redact.may_hold("Authorization: BEARER abc")
+
+
+def test_every_english_change_marker_holds_a_screened_word() -> None:
+    for marker in similarity.CHANGE_MARKERS_EN:
+        assert any(word in marker for word in similarity._CHANGE_WORDS), marker
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from([*similarity.CHANGE_MARKERS_EN, *similarity.CHANGE_MARKERS_ZH, "ı", "ſ", "İ", "K", " "]),
+            st.text(max_size=12),
+        ),
+        max_size=6,
+    ).map("".join)
+)
+def test_the_change_marker_screen_changes_no_answer(text: str) -> None:
+    match = similarity._CHANGE.search(text)
+    assert similarity.change_marker(text) == (match.group(0) if match else None)
+
+
+def test_case_variants_of_a_marker_are_still_found() -> None:
+    assert similarity.change_marker("FROM NOW ON use pnpm") == "FROM NOW ON"
+    assert similarity.change_marker("ſtop uſing yarn") == "ſtop uſing"
+    assert similarity.change_marker("swıtch to uv") is not None
+    assert re.compile("(?i)i").fullmatch("ı")  # why the screen folds a dotless ı to i
+
+
+def test_chinese_negation_screen_keeps_negations() -> None:
+    assert similarity.negates("不要用 npm") and similarity.negates("没有测试")
+    assert not similarity.negates("用 pnpm 安装依赖") and not similarity.negates("不同的端口")
+
+
+JSON_VALUES = st.recursive(
+    st.one_of(st.none(), st.integers(), TEXTS),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.one_of(st.sampled_from(["token", "api_key", "pw", "note", "密码"]), st.text(max_size=8)),
+                        inner, max_size=4),
+    ),
+    max_leaves=8,
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(JSON_VALUES, st.booleans(), st.booleans())
+def test_a_column_the_audit_skips_holds_nothing_to_redact(value: Any, ascii_only: bool, contact: bool) -> None:
+    raw = json.dumps(value, ensure_ascii=ascii_only)
+    for column_kind, text in ((repair.JSON, raw), (repair.TEXT, raw)):
+        if not column_may_hold(text, column_kind, contact):
+            assert repair.redact_value(text, column_kind, contact=contact)[1] == []
+
+
+def test_a_secret_name_in_json_is_not_skipped() -> None:
+    raw = json.dumps({"api_key": "plain words here"})
+    assert repair.redact_value(raw, repair.JSON)[1] == ["password-assignment"]
+    assert column_may_hold(raw, repair.JSON, False)
+    assert column_may_hold(json.dumps({"密码": "x"}), repair.JSON, False)  # escaped: decoded and scanned

@@ -1,0 +1,383 @@
+"""The vector index: a cache of each model's vectors outside the database, searched by numpy.
+
+It must answer what sqlite-vec answers, follow every write (its own connection's, another's, a
+rollback), and never trust a file that does not match the database.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from engram_cli import Engram
+from engram_cli import config as configmod
+from engram_cli.config import schema
+from engram_cli.store import connect
+from engram_cli.store.db import Store, connect_read_only
+from engram_cli.store.knn import IndexOptions
+from engram_cli.store.vector_index import LOG_TABLE, Base, index_file
+
+MODEL = "test-model"
+DIM = 32
+NAMESPACES = ["alpha", "beta", "gamma"]
+STATUSES = ["active", "active", "active", "superseded", "archived"]
+TYPES = ["semantic", "episodic", "procedural"]
+AGENTS = ["user", "bot"]
+DATA = Path(__file__).parent / "data"
+
+
+def _open(path: Path, cache: Path | None, **options: Any) -> Store:
+    return connect(path, create_dirs=True, index=IndexOptions(cache_dir=cache, **options))
+
+
+def _fill(store: Store, n: int, seed: int = 1, start: int = 1) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    vectors = rng.normal(size=(n, DIM)).astype(np.float32)
+    with store.write():
+        for i, vector in enumerate(vectors):
+            store.vectors.put(
+                MODEL, start + i, vector, namespace=NAMESPACES[i % 3], status=STATUSES[i % 5],
+                memory_type=TYPES[i % 3], agent=AGENTS[i % 2],
+            )  # fmt: skip
+    return vectors
+
+
+FILTERS: list[dict[str, Any]] = [
+    {},
+    {"namespaces": ["beta"]},
+    {"namespaces": ["alpha", "gamma"], "statuses": ["active"]},
+    {"statuses": ["active"], "types": ["semantic", "procedural"], "agent": "bot"},
+    {"namespaces": ["nowhere"]},
+]
+
+
+def _same_as_vec0(store: Store, queries: np.ndarray, k: int = 10) -> None:
+    for filters in FILTERS:
+        for q in queries:
+            ours = store.vectors.knn(MODEL, q, k, **filters)
+            # With several namespaces vec0 answers k per namespace (partition); the index, k in all.
+            theirs = store.vectors.knn_vec0(MODEL, q, k, **filters)[:k]
+            assert [pk for pk, _ in ours] == [pk for pk, _ in theirs], filters
+            assert np.allclose([s for _, s in ours], [s for _, s in theirs], atol=1e-5)
+
+
+def _queries(n: int = 5, seed: int = 99) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(n, DIM)).astype(np.float32)
+
+
+def test_exact_search_answers_what_sqlite_vec_answers(db_path: Path, tmp_path: Path) -> None:
+    store = _open(db_path, tmp_path / "cache")
+    try:
+        _fill(store, 600)
+        _same_as_vec0(store, _queries())
+        # Several queries in one pass give each query's own answer.
+        queries = _queries(3)
+        together = store.vectors.knn_many(MODEL, queries, 7, namespaces=["alpha"])
+        for hits, q in zip(together, queries, strict=True):
+            alone = store.vectors.knn(MODEL, q, 7, namespaces=["alpha"])
+            assert [pk for pk, _ in hits] == [pk for pk, _ in alone]
+            assert [s for _, s in hits] == pytest.approx([s for _, s in alone], abs=1e-5)
+    finally:
+        store.close()
+
+
+def test_the_cache_file_is_written_and_read_back_by_the_next_connection(db_path: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    store = _open(db_path, cache)
+    _fill(store, 300)
+    store.vectors.knn(MODEL, _queries(1)[0], 5)
+    table = store.vectors.table_for(MODEL)
+    assert table is not None
+    path = index_file(cache, db_path, table)
+    assert path.is_file()
+    store.close()
+
+    again = _open(db_path, cache)
+    try:
+        index = again.vectors.index(MODEL)
+        assert index is not None
+        index.refresh()
+        assert index.saved and index.base is not None and index.base.n == 300
+        assert isinstance(index.base.a["matrix"], np.memmap | np.ndarray)
+        _same_as_vec0(again, _queries())
+    finally:
+        again.close()
+
+
+def test_writes_are_applied_as_a_delta_without_rereading_the_table(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    store = _open(db_path, cache)
+    try:
+        _fill(store, 300)
+        store.vectors.knn(MODEL, _queries(1)[0], 5)
+        index = store.vectors.index(MODEL)
+        assert index is not None
+        from engram_cli.store import vector_index
+
+        def no_full_read(self: Any) -> Any:
+            raise AssertionError("the whole table was read again")
+
+        monkeypatch.setattr(vector_index.VectorIndex, "_read_all", no_full_read)
+        with store.write():
+            store.vectors.put(MODEL, 5000, _queries(1, 5)[0], namespace="beta", status="active",
+                              memory_type="semantic", agent="bot")  # fmt: skip
+            store.vectors.set_status(MODEL, 1, "archived")
+            store.vectors.set_type(MODEL, 2, "episodic")
+            store.vectors.delete(MODEL, 3)
+        _same_as_vec0(store, _queries())
+        assert index.seq == store.scalar(f"SELECT max(seq) FROM {LOG_TABLE}")
+    finally:
+        store.close()
+
+
+def test_a_second_connection_sees_what_another_one_wrote(db_path: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    reader = _open(db_path, cache)
+    writer = _open(db_path, cache)
+    try:
+        _fill(writer, 200)
+        _same_as_vec0(reader, _queries())
+        _fill(writer, 50, seed=7, start=1000)  # the writer's index is not the reader's
+        with writer.write():
+            for pk in range(1, 40):
+                writer.vectors.delete(MODEL, pk)
+        _same_as_vec0(reader, _queries())
+        # Enough changes make a reader fold them in and rewrite the file; the writer then catches up from it.
+        _fill(writer, 400, seed=8, start=2000)
+        _same_as_vec0(reader, _queries())
+        _same_as_vec0(writer, _queries())
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_a_rolled_back_write_leaves_no_trace(db_path: Path, tmp_path: Path) -> None:
+    store = _open(db_path, tmp_path / "cache")
+    try:
+        _fill(store, 100)
+        q = _queries(1)[0]
+        before = store.vectors.knn(MODEL, q, 10)
+        with pytest.raises(RuntimeError), store.write():
+            store.vectors.put(MODEL, 999, q, namespace="alpha", status="active", memory_type="semantic",
+                              agent="user")  # fmt: skip
+            assert store.vectors.knn(MODEL, q, 1)[0][0] == 999  # seen inside its own transaction
+            raise RuntimeError("boom")
+        assert store.vectors.knn(MODEL, q, 10) == before
+        _same_as_vec0(store, _queries())
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["truncated", "garbage", "empty", "another_database", "older_than_the_log"],
+)
+def test_a_file_that_does_not_match_is_rebuilt(db_path: Path, tmp_path: Path, damage: str) -> None:
+    cache = tmp_path / "cache"
+    store = _open(db_path, cache)
+    _fill(store, 300)
+    store.vectors.knn(MODEL, _queries(1)[0], 5)
+    table = store.vectors.table_for(MODEL)
+    assert table is not None
+    path = index_file(cache, db_path, table)
+    if damage == "truncated":
+        os.truncate(path, path.stat().st_size // 2)
+    elif damage == "garbage":
+        path.write_bytes(b"not an index" * 100)
+    elif damage == "empty":
+        path.write_bytes(b"")
+    elif damage == "another_database":
+        other_db = tmp_path / "other.db"
+        other = _open(other_db, cache)
+        _fill(other, 300)  # same model, same rows: only the database differs
+        other.vectors.knn(MODEL, _queries(1)[0], 5)
+        other.close()
+        shutil.copy(index_file(cache, other_db, table), path)
+        with store.write():
+            store.vectors.delete(MODEL, 1)
+            store.execute(f"DELETE FROM {LOG_TABLE}")  # as if the log had moved on
+    elif damage == "older_than_the_log":
+        stale = path.read_bytes()
+        with store.write():
+            store.vectors.delete(MODEL, 10)
+        store.vectors.knn(MODEL, _queries(1)[0], 5)
+        with store.write():
+            store.execute(f"DELETE FROM {LOG_TABLE}")  # the log was trimmed past the file
+            store.vectors.delete(MODEL, 11)
+        path.write_bytes(stale)
+    store.close()
+
+    again = _open(db_path, cache)
+    try:
+        _same_as_vec0(again, _queries())
+        index = again.vectors.index(MODEL)
+        assert index is not None and index.check() is None  # rewritten whole
+    finally:
+        again.close()
+
+
+def test_a_database_restored_from_a_backup_is_not_mistaken_for_the_index(db_path: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    store = _open(db_path, cache)
+    _fill(store, 100)
+    store.close()
+    backup = tmp_path / "backup.db"
+    shutil.copy(db_path, backup)
+    store = _open(db_path, cache)
+    with store.write():
+        for pk in range(1, 30):
+            store.vectors.delete(MODEL, pk)
+    store.vectors.knn(MODEL, _queries(1)[0], 5)  # the file now reflects the deletions
+    store.close()
+    with open(backup, "rb") as src, open(db_path, "r+b") as dst:  # restored in place: same inode
+        dst.write(src.read())
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+    store = _open(db_path, cache)
+    try:
+        # Written again after the restore: the same sequence numbers now stand for other changes.
+        with store.write():
+            for pk in range(50, 79):
+                store.vectors.set_status(MODEL, pk, "archived")
+        _same_as_vec0(store, _queries())
+    finally:
+        store.close()
+
+
+def test_a_read_only_database_and_an_unwritable_cache_still_search(db_path: Path, tmp_path: Path) -> None:
+    store = _open(db_path, None)
+    _fill(store, 200)
+    store.close()
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache directory should be")
+    ro = connect_read_only(db_path)
+    ro.vectors.options = IndexOptions(cache_dir=blocked)
+    try:
+        _same_as_vec0(ro, _queries())
+        index = ro.vectors.index(MODEL)
+        assert index is not None and not index.saved
+    finally:
+        ro.close()
+
+
+def test_approximate_search_keeps_recall_at_10(db_path: Path, tmp_path: Path) -> None:
+    """Anisotropic vectors, as e5 makes them (a shared direction, topic clusters, per-text noise)."""
+    rng = np.random.default_rng(3)
+    dim, n = 384, 4000
+    shared = rng.normal(size=dim)
+    topics = rng.normal(size=(60, dim))
+    vectors = 3.0 * shared + topics[rng.integers(0, 60, n)] + 0.8 * rng.normal(size=(n, dim))
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    store = _open(db_path, tmp_path / "cache", approx_min_rows=1000, rerank=300)
+    try:
+        with store.write():
+            for pk, vector in enumerate(vectors, start=1):
+                store.vectors.put("e5-like", pk, vector, namespace="global", status="active",
+                                  memory_type="semantic", agent="user")  # fmt: skip
+        queries = 3.0 * shared + topics[rng.integers(0, 60, 100)] + 0.8 * rng.normal(size=(100, dim))
+        found = store.vectors.knn_many("e5-like", queries, 10)
+        exact = store.vectors.index("e5-like").search(queries, 10, _all(), exact=True)  # type: ignore[union-attr]
+        recall = np.mean([len({p for p, _ in a} & {p for p, _ in b}) / 10 for a, b in zip(found, exact, strict=True)])
+        assert recall >= 0.98
+        mean_cos = float(np.mean(vectors[:500] @ vectors[:500].T))
+        assert mean_cos > 0.5  # the test data is as anisotropic as the real thing
+    finally:
+        store.close()
+
+
+def _all() -> Any:
+    from engram_cli.store.knn import Filter
+
+    return Filter()
+
+
+def test_audit_reports_and_repairs_a_stale_index(engram: Engram, tmp_path: Path) -> None:
+    engram.add_many([{"content": f"The service number {i} listens on port {8000 + i}"} for i in range(5)])
+    engram.recall("which port")
+    model = engram.store.vectors.in_use()[0][0]
+    index = engram.store.vectors.index(model)
+    assert index is not None and index.file is not None and index.file.exists()
+    index.rebuild()  # the file now holds the five rows, not only the changes since it was first written
+    report = engram.audit()
+    assert report.check("vector_index").count == 0
+    # Bytes of a vector changed behind the index's back.
+    loaded = Base.load(index.file)
+    assert loaded is not None
+    base, identity = loaded
+    arrays = {name: np.array(a) for name, a in base.a.items()}
+    arrays["matrix"][0] *= -1
+    Base(arrays, base.vocab, base.dim).save(index.file, identity)
+    index.reset()
+    assert engram.audit().check("vector_index").count == 1
+    fixed = engram.audit(fix=True)
+    assert any(a.name == "rebuilt_vector_index" for a in fixed.actions)
+    assert engram.audit().check("vector_index").count == 0
+
+
+def test_purge_and_reembed_keep_the_index_exact(db_path: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    store = _open(db_path, cache)
+    try:
+        vectors = _fill(store, 200)
+        store.vectors.knn(MODEL, vectors[0], 1)
+        # A purge: the row goes, and the file is rewritten without it at the next search.
+        with store.write():
+            store.vectors.delete(MODEL, 1)
+        assert store.vectors.knn(MODEL, vectors[0], 1)[0][0] != 1
+        table = store.vectors.table_for(MODEL)
+        assert table is not None
+        loaded = Base.load(index_file(cache, db_path, table))
+        assert loaded is not None and 1 not in set(loaded[0].a["pks"].tolist())
+        # A reembed moves rows to another model's table: both indexes follow.
+        with store.write():
+            for pk in range(2, 120):
+                store.vectors.delete(MODEL, pk)
+                store.vectors.put("other-model", pk, vectors[pk - 1][::-1].copy(), namespace="alpha",
+                                  status="active", memory_type="semantic", agent="user")  # fmt: skip
+        _same_as_vec0(store, _queries())
+        q = _queries(1)[0]
+        ours, theirs = store.vectors.knn("other-model", q, 10), store.vectors.knn_vec0("other-model", q, 10)
+        assert [pk for pk, _ in ours] == [pk for pk, _ in theirs]
+        assert {pk for pk, _ in store.vectors.knn(MODEL, q, 500)} == set(range(120, 201))
+    finally:
+        store.close()
+
+
+def _engram(path: Path, *, index: bool) -> Engram:
+    paths = configmod.Paths.resolve(path)
+    cfg = configmod.load(paths)
+    cfg = dataclasses.replace(cfg, settings=schema.with_values(cfg.settings, {"store.vector_index": index}))
+    return Engram.open(path, config=cfg, paths=paths)
+
+
+def test_batch_writes_merge_and_supersede_exactly_as_one_knn_per_item(tmp_path: Path) -> None:
+    pairs = [json.loads(line) for line in (DATA / "merge_pairs.jsonl").read_text(encoding="utf-8").splitlines()]
+    # Pairs side by side (the second meets the first in the same batch) and pairs a batch apart.
+    texts = [t for p in pairs[:40] for t in (p["a"], p["b"])]
+    texts += [p["a"] for p in pairs[40:80]] + [p["b"] for p in pairs[40:80]]
+    texts += ["The API is deployed with Capistrano", "From now on the API is deployed with Kamal, not Capistrano"]
+    outcomes = []
+    for index in (True, False):
+        with _engram(tmp_path / f"index-{index}.db", index=index) as mem:
+            results = mem.add_many([{"content": t, "namespace": "proj"} for t in texts], batch_size=48)
+            by_id = {r.memory.id: r.memory.content for r in results}
+            outcomes.append(
+                [
+                    (r.action, r.memory.content, sorted(by_id.get(i, i) for i in r.superseded), r.similarity)
+                    for r in results
+                ]
+            )  # fmt: skip
+    assert [o[:3] for o in outcomes[0]] == [o[:3] for o in outcomes[1]]
+    # The same cosine, up to float32 rounding (numpy and sqlite-vec sum in different orders).
+    assert [o[3] or 0.0 for o in outcomes[0]] == pytest.approx([o[3] or 0.0 for o in outcomes[1]], abs=2e-4)
+    actions = [o[0] for o in outcomes[0]]
+    assert "merged" in actions and any(o[2] for o in outcomes[0])  # the data exercises both
