@@ -51,7 +51,7 @@ def reliability(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """Cold start, add and recall throughput at 10k and 100k memories, bytes per memory."""
+    """Every figure beside its floor (ratio, target, verdict) at 10k, 100k and 1M memories, peak memory; JSON."""
     session.install("-e", ".")
     session.run("python", "scripts/bench.py", *session.posargs, env=ENV)
 
