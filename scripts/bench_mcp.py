@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark `engram mcp` as an assistant meets it: `recall` latency over MCP, and the server's memory.
 
-For each size, the lifecycle database of that size (scripts/bench_lifecycle.py builds and caches it:
+For each size, the timing database of that size (scripts/bench.py caches it, bench_lifecycle.py builds it:
 synthetic texts written through the real write path, derived vectors) is copied, and `engram --db COPY
 mcp` is started by the official SDK's stdio client, the way Claude Code or Codex start it. The project is
 the database's largest namespace (ENGRAM_NAMESPACE, as a client started outside a repository would set
@@ -42,8 +42,6 @@ for entry in (REPO_ROOT, HERE):
     if str(entry) not in sys.path:
         sys.path.insert(0, str(entry))
 
-import bench_lifecycle  # noqa: E402
-import synthetic  # noqa: E402
 
 import bench  # noqa: E402
 from engram_cli.store import connect  # noqa: E402
@@ -53,15 +51,8 @@ SEED = 11
 
 
 def database(size: int) -> Path:
-    """The cached lifecycle database of ``size`` memories, built on first use."""
-    cache = bench.cache_dir()
-    cache.mkdir(parents=True, exist_ok=True)
-    db = cache / f"lifecycle-g{synthetic.GENERATOR_VERSION}-n{size}.db"
-    meta = db.with_suffix(".json")
-    if not db.exists() or not meta.exists():
-        bench.log(f"building a {size:,}-memory database (once; cached at {db})")
-        meta.write_text(json.dumps(bench_lifecycle.build(size, db), indent=1))
-    return db
+    """The cached timing database of ``size`` memories (scripts/bench.py builds and keys them)."""
+    return bench.database(size)
 
 
 def questions(db: Path, namespace: str, count: int) -> list[str]:
