@@ -83,7 +83,7 @@ def test_summary_of_texts_without_words_is_their_text() -> None:
 # -- consolidation ----------------------------------------------------------------------
 
 
-def test_a_cluster_of_episodes_becomes_one_semantic_memory(engram: Engram, rows: Any) -> None:
+def test_a_cluster_of_episodes_becomes_one_semantic_memory(engram: Engram, rows: Any, pair_search: str) -> None:
     upload = _episodes(engram, UPLOAD, tags=["tests"])
     cors = _episodes(engram, CORS)
     others = _episodes(engram, OTHERS)
@@ -194,7 +194,7 @@ def test_near_duplicates_fold_into_the_more_important(engram: Engram) -> None:
     assert engram.get(apart).status == "active"
 
 
-def test_a_group_of_near_duplicates_folds_into_one_survivor(engram: Engram) -> None:
+def test_a_group_of_near_duplicates_folds_into_one_survivor(engram: Engram, pair_search: str) -> None:
     low = engram.add("The user prefers tabs over spaces for indentation", importance=0.3, no_merge=True).id
     keep = engram.add("The user prefers tabs over spaces for indentation.", importance=0.7, no_merge=True).id
     mid = engram.add("The user prefers tabs over spaces for indentation!", importance=0.5, no_merge=True).id

@@ -23,10 +23,14 @@ the same time are never overwritten: a row they changed is simply left for the
 next run. The plan is a fixed point: a second run right after the first finds
 nothing to do.
 
-Similar pairs come from :mod:`engram_cli.memory.neighbours` (tiled products, only pairs above
-the threshold leave numpy). A dry run embeds nothing: a new memory's vector, needed to find its
-twin among the kept facts (step 3) and the leftover episodes it takes in (step 4), is estimated
-as the normalised mean of its episodes' vectors, so those joins are an estimate in a dry run.
+Similar pairs come from :mod:`engram_cli.memory.neighbours`: every pair of a group up to
+``neighbours.EXACT_ROWS`` rows (tiled products, only pairs above the threshold leave numpy), and
+above that the pairs a cell search finds, near-linear in the rows; such a search misses a few
+pairs, which a later run may still find, so on large groups the fixed point is approximate.
+
+A dry run embeds nothing: a new memory's vector, needed to find its twin among the kept facts
+(step 3) and the leftover episodes it takes in (step 4), is estimated as the normalised mean of
+its episodes' vectors, so those joins are an estimate in a dry run.
 """
 
 from __future__ import annotations
@@ -61,6 +65,8 @@ Progress = Callable[[int, int], None]
 
 # Summary vectors compared with the kept facts at once: 256 x 100k float32 is 100 MB.
 BLOCK = 256
+# Near duplicates one row may fold, at most, when the pairs come from the cell search (large groups).
+DUPLICATES_PER_ROW = 32
 SUMMARY_SENTENCES = 4
 SUMMARY_CHARS = 480
 # Decay differences below this are not worth a write during compact.
@@ -392,7 +398,9 @@ def _leader_clusters(group: _Group, eligible: np.ndarray, settings: Settings, th
     scripts = group.scripts[episodes]
     # The pairs above the lowest threshold, then each held to the threshold of its two scripts
     # (the matrix is symmetric, so it does not matter which side leads).
-    pairs = neighbours.pairs_above(group.matrix[episodes], float(thresholds.min()))
+    # Above neighbours.EXACT_ROWS the pairs come from a cell search, each episode keeping its closest:
+    # twice a cluster's room, so a leader still fills its cluster when some are taken.
+    pairs = neighbours.near_pairs(group.matrix[episodes], float(thresholds.min()), per_row=2 * settings.max_cluster)
     pairs = pairs.take(pairs.score >= thresholds[scripts[pairs.left], scripts[pairs.right]])
     near = neighbours.Neighbours.of(len(episodes), pairs)
     times = None
@@ -430,7 +438,8 @@ def _fold_duplicates(group: _Group, threshold: float) -> list[Fold]:
     free = np.flatnonzero(~group.taken)
     if len(free) < 2:
         return folds
-    near = neighbours.Neighbours.of(len(free), neighbours.pairs_above(group.matrix[free], threshold))
+    pairs = neighbours.near_pairs(group.matrix[free], threshold, per_row=DUPLICATES_PER_ROW)
+    near = neighbours.Neighbours.of(len(free), pairs)
     rows = [group.rows[i] for i in free]
     order = sorted(range(len(free)), key=lambda k: (-rows[k].importance, rows[k].created_at, rows[k].pk))
     done = group.taken.copy()

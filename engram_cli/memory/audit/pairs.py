@@ -1,8 +1,10 @@
 """Similar pairs: near-duplicates that remember would have merged, and conflicts that were never resolved.
 
-Pairs come from tiled matrix products over the vectors of each namespace and model
-(:mod:`engram_cli.memory.neighbours`), screened in numpy, so only pairs that could matter reach
-Python; never from one KNN query per memory.
+Pairs come from the vectors of each namespace and model (:mod:`engram_cli.memory.neighbours`):
+every pair of a group up to ``neighbours.EXACT_ROWS`` memories, and above that the pairs a cell
+search finds, each memory keeping its :data:`PAIRS_PER_ROW` closest (remember itself only ever
+compares a new memory with its few nearest). They are screened in numpy, so only pairs that could
+matter reach Python; never from one KNN query per memory.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ TILE = neighbours.BLOCK  # rows and columns per matrix product (16 MB of float32
 # Similar pairs classified at most; a store of near-identical templated texts stops here
 # (and says so) instead of listing n² pairs.
 MAX_PAIRS = 200_000
+# Above neighbours.EXACT_ROWS, the closest pairs each memory keeps from the cell search.
+PAIRS_PER_ROW = 32
+SCREEN_BATCH = 65_536  # pairs screened in numpy at once
 
 
 @dataclass
@@ -138,7 +143,9 @@ def _similar_pairs(store: Store, rows: list[MemoryRow], settings: AuditSettings,
         matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
         signals = _Signals.of([r.content for r in members])
         neg, key = signals.negates, signals.words
-        for tile in neighbours.pairs_by_tile(matrix, low, block=TILE):
+        found_pairs = neighbours.near_pairs(matrix, low, per_row=PAIRS_PER_ROW)
+        for start in range(0, len(found_pairs), SCREEN_BATCH):
+            tile = found_pairs.take(slice(start, start + SCREEN_BATCH))
             # Below the merge threshold a pair is only worth a look when it has the same words,
             # or opposite polarity about the same topic.
             a, b = tile.left, tile.right
