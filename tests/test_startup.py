@@ -276,7 +276,12 @@ def test_a_table_rich_would_change_is_left_to_rich(capsys: pytest.CaptureFixture
     assert capsys.readouterr().out == "h                        k          \nuser:tz = Europe/Berlin  at 12:30:00\n"
 
 
-_WORDS = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E) | st.just("—"), max_size=120)
+_WORDS = st.text(
+    alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E)
+    | st.sampled_from("—…，。")
+    | st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF),
+    max_size=120,
+)
 _STYLED = st.tuples(st.sampled_from(["bold", "dim"]), _WORDS).map(lambda p: f"[{p[0]}]{console.escape(p[1])}[/]")
 _MARKUP_LINE = st.lists(st.one_of(_WORDS.map(console.escape), _STYLED, st.sampled_from(["\n", "  "])), max_size=6).map(
     "".join

@@ -57,7 +57,7 @@ def plain_note(text: str) -> bool:
     """Write a note into a piped stderr as rich would, without importing rich (see :func:`plain_lines`)."""
     if sys.stderr.isatty() or _rich_styles_a_pipe():
         return False
-    if not all(_plain(line) and len(line) <= PIPE_WIDTH for line in text.split("\n")):
+    if not all(_fits(line) for line in text.split("\n")):
         return False
     sys.stderr.write(text + "\n")
     sys.stderr.flush()
@@ -126,9 +126,10 @@ def _rich_styles_a_pipe() -> bool:
     return sys.stdout.isatty() or sys.platform == "win32" or any(os.environ.get(name) for name in _RICH_ENVIRONMENT)
 
 
-def _plain(text: str) -> bool:
-    """Text rich prints as it is: printable (ASCII, or the dash the renderers use), no emoji code."""
-    return (text.isascii() or text.replace("—", "").isascii()) and text.isprintable() and not _emoji_code(text)
+def _fits(text: str) -> bool:
+    """Text rich prints into a pipe as it is: of known width (:func:`_cell_width`) within the pipe's, no emoji code."""
+    size = _cell_width(text)
+    return size is not None and size <= PIPE_WIDTH and not _emoji_code(text)
 
 
 # The only markup plain_lines() reads: styles a pipe does not show.
@@ -152,7 +153,7 @@ def plain_lines(lines: Sequence[str]) -> bool:
         if "[" in text or "\\" in text:
             return False
         for part in text.split("\n"):
-            if not _plain(part) or len(part) > PIPE_WIDTH:
+            if not _fits(part):
                 return False
         texts.append(text)
     if texts:
