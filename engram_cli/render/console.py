@@ -260,8 +260,21 @@ def short(memory_id: str) -> str:
 
 
 def clip(text: str, width: int = 80) -> str:
+    """``text`` on one line, cut to ``width`` columns on screen (a CJK character takes two) with an ellipsis."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    if flat.isascii():
+        return flat if len(flat) <= width else flat[: width - 1] + "…"
+    import unicodedata
+
+    columns = 0
+    cut = None
+    for i, char in enumerate(flat):
+        columns += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+        if cut is None and columns > width - 1:
+            cut = i  # the longest start that leaves a column for the ellipsis
+        if columns > width:
+            return flat[:cut] + "…"
+    return flat
 
 
 def shown_text(memory: Memory) -> str:
