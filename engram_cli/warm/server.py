@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 # How often an idle service looks at its clock, its database file and engram's version.
 POLL_S = 1.0
+# How much lower than the requests' the background job's CPU priority is (a nice increment).
+BACKGROUND_NICE = 10
 # A connected hook sends its whole request at once; one that does not is dropped.
 REQUEST_TIMEOUT_S = 5.0
 
@@ -246,6 +248,9 @@ def serve(
 
 
 def _in_background(job: Callable[[], None]) -> None:
+    # Linux gives each thread its own nice value: the requests come first on a busy machine.
+    with contextlib.suppress(OSError, AttributeError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
     try:
         job()
     except Exception:
