@@ -67,6 +67,10 @@ _SECTIONS = ("pks", "norms", "ns", "status", "mtype", "agent", "order", "ns_star
 Row = tuple[np.ndarray, str, str, str, str]  # vector, namespace, status, type, agent
 
 
+class Unbuilt(Exception):
+    """No usable index file, and this process may not build one (``IndexOptions.build`` is False)."""
+
+
 def index_file(cache_dir: Path, db_path: Path, table: str) -> Path:
     """Where the index of ``table`` of the database at ``db_path`` is kept: keyed by the file's real path."""
     import hashlib
@@ -307,10 +311,21 @@ class VectorIndex:
             if self.base is None:
                 self._open()
             self._catch_up()
-        if len(self.overlay) + len(self.gone) > OVERLAY_LIMIT:
+        # A process that may not build the index does not rewrite it either: folding and writing a large
+        # base costs seconds. The changes stay beside the base in memory.
+        if self.options.build and len(self.overlay) + len(self.gone) > OVERLAY_LIMIT:
             self._fold()
         if self._should_save():
             self._save()
+
+    def usable(self) -> bool:
+        """Whether the index can answer now: always when it may build itself, else when its file could be used."""
+        try:
+            self.refresh()
+        except Unbuilt:
+            self.reset()
+            return False
+        return True
 
     def reset(self) -> None:
         """Forget everything read (after a rollback, or when the log no longer continues it)."""
@@ -351,7 +366,9 @@ class VectorIndex:
                     self.base, self.saved, self.seq, self.token = base, True, seq, token
                     self.base_seq = seq
                     return
-                log.info("vector index file %s does not match the database; rebuilding it", self.file)
+                log.info("vector index file %s does not match the database", self.file)
+        if not self.options.build:
+            raise Unbuilt(f"no usable vector index file for {self.table}")
         self.seq, self.token = self._head()
         self.base_seq = self.seq
         self.base = self._read_all()
@@ -427,7 +444,7 @@ class VectorIndex:
         self._ov = None
 
     def _should_save(self) -> bool:
-        if not self._writable or self.base is None:
+        if not self._writable or self.base is None or not self.options.build:
             return False
         # Never while this connection holds uncommitted writes: a rollback would leave the file wrong.
         if self.store.conn.txn_state() == apsw.SQLITE_TXN_WRITE:

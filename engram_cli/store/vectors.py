@@ -75,7 +75,8 @@ class Vectors:
             index.reset()
 
     def index(self, model_id: str) -> VectorIndex | None:
-        """The vector index of a model's table; None when the index is turned off or the model has no table."""
+        """The vector index of a model's table; None when the index is turned off, the model has no table, or
+        no usable index file is there and this process may not build one (``IndexOptions.build``)."""
         known = self._known(model_id)
         if known is None or (self.options is not None and not self.options.enabled):
             return None
@@ -85,7 +86,11 @@ class Vectors:
 
             options = self.options or IndexOptions()
             self._indexes[model_id] = VectorIndex(self.store, model_id, known[0], known[1], options)
-        return self._indexes[model_id]
+        index = self._indexes[model_id]
+        # Looked for again on every call: a file another process builds meanwhile is used from then on.
+        if self.options is not None and not self.options.build and not index.usable():
+            return None
+        return index
 
     def warm(self, model_id: str) -> None:
         """Bring a model's index up to date now, outside any write transaction: only there can it write its
@@ -283,9 +288,15 @@ class Vectors:
         import numpy as np
 
         from engram_cli.store.knn import Filter
+        from engram_cli.store.vector_index import Unbuilt
 
         spec = Filter(namespaces or None, statuses or None, types or None, agent)
-        return index.search(np.asarray(queries, dtype=np.float32), min(max(k, 1), MAX_KNN), spec)
+        try:
+            return index.search(np.asarray(queries, dtype=np.float32), min(max(k, 1), MAX_KNN), spec)
+        except Unbuilt:  # the file went stale since index() looked, and this process may not rebuild it
+            index.reset()
+            return [self.knn_vec0(model_id, q, k, namespaces=namespaces, statuses=statuses, types=types,
+                                  agent=agent) for q in queries]  # fmt: skip
 
     def prefetch(
         self, model_id: str, queries: np.ndarray, k: int, *, namespace: str, status: str, agent: str, spare: int
@@ -296,9 +307,13 @@ class Vectors:
         if index is None:
             return None
         from engram_cli.store.knn import Filter
-        from engram_cli.store.vector_index import Prefetched
+        from engram_cli.store.vector_index import Prefetched, Unbuilt
 
-        return Prefetched(index, queries, k, Filter([namespace], [status], None, agent), spare)
+        try:
+            return Prefetched(index, queries, k, Filter([namespace], [status], None, agent), spare)
+        except Unbuilt:
+            index.reset()
+            return None
 
     def knn_vec0(
         self,
@@ -329,7 +344,8 @@ class Vectors:
         rows = self.store.rows(f"SELECT memory_pk, distance FROM {table} WHERE {' AND '.join(clauses)}", params)
         hits = [(int(pk), 1.0 - float(dist)) for pk, dist in rows]
         hits.sort(key=lambda h: -h[1])
-        return hits
+        # With several namespaces vec0 answers k per namespace (partition): the k best of them all, as the index.
+        return hits[: min(max(k, 1), MAX_KNN)]
 
     def similarities(self, model_id: str, query: np.ndarray, pks: Sequence[int]) -> list[tuple[int, float]]:
         """Exact cosine for a given set of rows (used when filters are too narrow for KNN), best first."""
