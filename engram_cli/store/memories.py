@@ -555,9 +555,12 @@ class Memories:
         """The models that have vectors of at least one memory passing ``filters``."""
         # Asks the (tiny) model registry which models have a row in scope, rather than scanning every row.
         clause, params = where(filters)
+        # With namespaces named, their rows are found through the scope index; the model index would walk every
+        # row of the model (all of them, usually) to learn that a small or empty namespace has none.
+        model = "+m.embedding_model" if filters.namespaces is not None else "m.embedding_model"
         rows = self.store.rows(
             "SELECT e.model_id FROM embedding_models e WHERE EXISTS "
-            f"(SELECT 1 FROM memories m WHERE m.embedding_model = e.model_id AND {clause})",
+            f"(SELECT 1 FROM memories m WHERE {model} = e.model_id AND {clause})",
             params,
         )
         return [str(r[0]) for r in rows]
