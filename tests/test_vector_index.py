@@ -381,3 +381,39 @@ def test_batch_writes_merge_and_supersede_exactly_as_one_knn_per_item(tmp_path: 
     assert [o[3] or 0.0 for o in outcomes[0]] == pytest.approx([o[3] or 0.0 for o in outcomes[1]], abs=2e-4)
     actions = [o[0] for o in outcomes[0]]
     assert "merged" in actions and any(o[2] for o in outcomes[0])  # the data exercises both
+
+
+def test_lookup_reads_the_same_vectors_as_the_table_through_every_change(db_path: Path, tmp_path: Path) -> None:
+    store = _open(db_path, tmp_path / "cache")
+    try:
+        vectors = _fill(store, 300)
+        pks = [*range(1, 301), 999]  # 999 has no vector
+        store.vectors.knn(MODEL, _queries(1)[0], 5)  # the index is built
+
+        def same() -> None:
+            ours = store.vectors.lookup(MODEL, pks)
+            theirs = store.vectors.get(MODEL, pks)
+            assert sorted(ours) == sorted(theirs)
+            for pk, vector in theirs.items():
+                assert ours[pk].dtype == np.float32 and ours[pk].tobytes() == vector.tobytes()
+
+        same()
+        assert store.vectors.lookup(MODEL, [5])[5].tobytes() == vectors[4].tobytes()
+        with store.write():
+            store.vectors.put(MODEL, 7, np.ones(DIM, dtype=np.float32), namespace="beta", status="active",
+                              memory_type="semantic", agent="user")  # fmt: skip
+            store.vectors.delete(MODEL, 11)
+            store.vectors.put(MODEL, 400, np.full(DIM, 2.0, dtype=np.float32), namespace="alpha",
+                              status="active", memory_type="semantic", agent="user")  # fmt: skip
+        pks.append(400)
+        same()
+        got = store.vectors.lookup(MODEL, [7, 11, 400])
+        assert sorted(got) == [7, 400] and float(got[7][0]) == 1.0
+        # What the caller does with a vector it was given does not reach the index.
+        got[7][:] = 0
+        assert float(store.vectors.lookup(MODEL, [7])[7][0]) == 1.0
+        kept = store.vectors.lookup(MODEL, [5])
+        kept[5][:] = 0
+        assert store.vectors.lookup(MODEL, [5])[5].tobytes() == vectors[4].tobytes()
+    finally:
+        store.close()

@@ -508,14 +508,16 @@ class Memories:
 
     def passing(self, pks: Sequence[int], filters: Filters) -> set[int]:
         """Which of ``pks`` pass ``filters``."""
+        if not pks:
+            return set()
         clause, params = where(filters)
-        out: set[int] = set()
-        for chunk in chunks(pks):
-            rows = self.store.rows(
-                f"SELECT m.pk FROM memories m WHERE m.pk IN ({marks(chunk)}) AND {clause}", [*chunk, *params]
-            )
-            out.update(int(r[0]) for r in rows)
-        return out
+        # CROSS JOIN keeps SQLite on the given pks: left to itself it walks the scope index of the whole
+        # namespace (tens of thousands of rows) to check a few hundred.
+        rows = self.store.rows(
+            f"SELECT m.pk FROM json_each(?) j CROSS JOIN memories m ON m.pk = j.value WHERE {clause}",
+            [json.dumps([int(pk) for pk in pks]), *params],
+        )
+        return {int(r[0]) for r in rows}
 
     def count(self, filters: Filters | None = None) -> int:
         """How many memories pass ``filters``; all of them when there are none."""
@@ -555,9 +557,12 @@ class Memories:
         """The models that have vectors of at least one memory passing ``filters``."""
         # Asks the (tiny) model registry which models have a row in scope, rather than scanning every row.
         clause, params = where(filters)
+        # With namespaces named, their rows are found through the scope index; the model index would walk every
+        # row of the model (all of them, usually) to learn that a small or empty namespace has none.
+        model = "+m.embedding_model" if filters.namespaces is not None else "m.embedding_model"
         rows = self.store.rows(
             "SELECT e.model_id FROM embedding_models e WHERE EXISTS "
-            f"(SELECT 1 FROM memories m WHERE m.embedding_model = e.model_id AND {clause})",
+            f"(SELECT 1 FROM memories m WHERE {model} = e.model_id AND {clause})",
             params,
         )
         return [str(r[0]) for r in rows]

@@ -209,6 +209,14 @@ class Vectors:
                 out[int(pk)] = _vector(blob)
         return out
 
+    def lookup(self, model_id: str, pks: Sequence[int]) -> dict[int, np.ndarray]:
+        """:meth:`get` read from the model's vector index when there is one: the same vectors, without asking
+        sqlite-vec, which answers ``memory_pk IN (...)`` by scanning its whole table."""
+        index = self.index(model_id)
+        if index is None:
+            return self.get(model_id, pks)
+        return index.vectors_of(pks)
+
     def of_namespace(self, model_id: str, namespace: str, pks: set[int] | None = None) -> dict[int, np.ndarray]:
         """Every vector of one namespace (one partition scan), optionally only those of ``pks``."""
         table = self.table_for(model_id)
@@ -352,5 +360,5 @@ class Vectors:
         import numpy as np
 
         q = np.asarray(query, dtype=np.float32)
-        found = self.get(model_id, pks)
+        found = self.lookup(model_id, pks)
         return sorted(((pk, float(np.dot(v, q))) for pk, v in found.items()), key=lambda h: -h[1])
