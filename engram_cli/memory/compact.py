@@ -336,11 +336,11 @@ def _load_rows(store: Store, namespaces: Sequence[str] | None) -> dict[tuple[str
 
 def _matrix(store: Store, model: str, namespace: str, rows: list[Row]) -> tuple[list[Row], np.ndarray]:
     """The rows that have a vector, and their vectors as one matrix (row order kept)."""
-    found = store.vectors.of_namespace(model, namespace, {r.pk for r in rows})
-    kept = [r for r in rows if r.pk in found]
-    if not kept:
+    found, matrix = store.vectors.matrix_of(model, [r.pk for r in rows], namespace=namespace)
+    if not len(found):
         return [], np.zeros((0, 0), dtype=np.float32)
-    return kept, np.stack([found[r.pk] for r in kept]).astype(np.float32, copy=False)
+    have = set(found.tolist())
+    return [r for r in rows if r.pk in have], matrix
 
 
 @dataclass
