@@ -259,6 +259,23 @@ class Memories:
                 out[pk].sources = sources
         return out
 
+    def decay_inputs(self, pks: Sequence[int]) -> list[tuple[int, str, str, float, float, str]]:
+        """(pk, status, type, importance, decay_score, decay start) of the memories of ``pks`` that exist.
+
+        What decay needs of every row, without building memories; the decay start is Memory.decay_start:
+        the later of learned_at (created_at where it is empty) and the last access.
+        """
+        out: list[tuple[int, str, str, float, float, str]] = []
+        for chunk in chunks(pks):
+            rows = self.store.rows(
+                "SELECT pk, status, memory_type, importance, decay_score, "
+                "max(coalesce(nullif(learned_at, ''), created_at), coalesce(last_access_at, '')) "
+                f"FROM memories WHERE pk IN ({marks(chunk)})",
+                chunk,
+            )
+            out.extend((int(r[0]), str(r[1]), str(r[2]), float(r[3]), float(r[4]), str(r[5])) for r in rows)
+        return out
+
     def not_on_model(self, model_id: str, limit: int) -> list[Memory]:
         """Up to ``limit`` memories whose vector is not ``model_id``'s (or that have none), in pk order; no tags."""
         rows = self.store.rows(
