@@ -386,3 +386,22 @@ def test_dry_run_never_embeds_and_plans_the_clusters_a_real_run_makes(engram: En
     members = [sorted(m.id for m in c.members) for c in plan.clusters]
     assert members == [sorted(m.id for m in c.members) for c in done.clusters] and len(members) == 2
     assert [c.content for c in plan.clusters] == [c.content for c in done.clusters]
+
+
+def test_planning_reads_unkeyed_rows_with_vectors_oldest_first_and_sees_the_mark(engram: Engram) -> None:
+    from engram_cli.memory.model import Filters
+
+    later = engram.add(UPLOAD[0], namespace="proj", created_at="2026-11-02T00:00:00Z").id
+    earlier = engram.add(CORS[0], namespace="proj", created_at=OLD).id
+    marked = engram.add(OTHERS[0], namespace="proj", created_at=NOW, metadata={compactmod.META_KEY: {"episodes": 2}})
+    engram.add(OTHERS[1], namespace="elsewhere", created_at=OLD)
+    engram.set("db:port", "The staging database listens on 5433", namespace="proj")  # keyed: never compacted
+    with engram.store.read():
+        rows = engram.store.memories.planning_rows(Filters(namespaces=["proj"]), marked_by=compactmod.META_KEY)
+    assert [r.id for r in rows] == [earlier, later, marked.id]
+    assert [bool(r.marked) for r in rows] == [False, False, True]
+    assert {(r.namespace, r.model) for r in rows} == {("proj", engram.active_model)}
+    groups = compactmod._load_rows(engram.store, ["proj"])
+    [(key, planned)] = groups.items()
+    assert key[0] == "proj" and [r.id for r in planned] == [earlier, later, marked.id]
+    assert [r.consolidated for r in planned] == [False, False, True]

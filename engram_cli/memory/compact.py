@@ -123,7 +123,7 @@ class Settings:
 # -- the plan ------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class Row:
     """What planning needs of one active memory."""
 
@@ -319,18 +319,13 @@ def run_summarizer(command: str, cluster: Cluster, timeout: float) -> str:
 
 def _load_rows(store: Store, namespaces: Sequence[str] | None) -> dict[tuple[str, str, str], list[Row]]:
     groups: dict[tuple[str, str, str], list[Row]] = {}
-    scanned = store.memories.scan(
-        Filters(namespaces=None if namespaces is None else list(namespaces)),
-        with_vectors=True, order="created", marked_by=META_KEY,
-    )  # fmt: skip
-    for r in scanned:
-        if r.key is not None:
-            continue  # a keyed fact changes only through its key (`engram set`, `unset`), never by compaction
-        row = Row(
-            pk=r.pk, id=r.id, type=r.type, content=r.content, created_at=r.created_at,
-            importance=r.importance, decay_score=r.decay_score, version=r.version, consolidated=r.marked,
-        )  # fmt: skip
-        groups.setdefault((r.namespace, r.agent, str(r.model)), []).append(row)
+    # Keyed facts are left out: one changes only through its key (`engram set`, `unset`), never by compaction.
+    planned = store.memories.planning_rows(
+        Filters(namespaces=None if namespaces is None else list(namespaces)), marked_by=META_KEY
+    )
+    for ns, agent, model, pk, mid, mtype, content, created, importance, decay, version, marked in planned:
+        row = Row(pk, mid, mtype, content, created, importance, decay, version, bool(marked))
+        groups.setdefault((ns, agent, str(model)), []).append(row)
     return groups
 
 

@@ -109,6 +109,23 @@ _ROW_COLUMNS = (
 )
 
 
+class PlanningRow(NamedTuple):
+    """What compact plans with, of one unkeyed memory that has a vector (see Memories.planning_rows)."""
+
+    namespace: str
+    agent: str
+    model: str
+    pk: int
+    id: str
+    type: str
+    content: str
+    created_at: str
+    importance: float
+    decay_score: float
+    version: int
+    marked: int  # 1 when the metadata key planning_rows() was asked about is there, else 0
+
+
 class IndexParts(NamedTuple):
     """The texts of a memory its keyword row can be made from."""
 
@@ -578,6 +595,21 @@ class Memories:
             params,
         )
         return [str(r[0]) for r in rows]
+
+    def planning_rows(self, filters: Filters, *, marked_by: str) -> list[PlanningRow]:
+        """The unkeyed memories that pass ``filters`` and have a vector, by creation then pk, as PlanningRows.
+
+        Only the columns compact plans with, and no metadata decoded: ``marked`` reports whether the
+        metadata key ``marked_by`` is there.
+        """
+        clause, params = where(filters)
+        sql = (
+            "SELECT m.namespace, m.agent_id, m.embedding_model, m.pk, m.id, m.memory_type, m.content, m.created_at, "
+            "CAST(m.importance AS REAL), CAST(m.decay_score AS REAL), m.version, "
+            f"json_extract(m.metadata, ?) IS NOT NULL FROM memories m WHERE {clause} "
+            "AND m.embedding_model IS NOT NULL AND m.mkey IS NULL ORDER BY m.created_at, m.pk"
+        )
+        return [PlanningRow._make(r) for r in self.store.rows(sql, ["$." + json.dumps(marked_by), *params])]
 
     def scan(
         self,
