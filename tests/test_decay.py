@@ -227,7 +227,7 @@ def test_rows_whose_score_stays_are_not_read_whole(engram: Engram, monkeypatch: 
     read: list[int] = []
     load_many = engram.store.memories.load_many
     monkeypatch.setattr(engram.store.memories, "load_many", lambda pks, **kw: read.extend(pks) or load_many(pks, **kw))
-    report = decaymod.run(engram.store, half_lives, at=at, dry_run=True)
+    report = decaymod.run(engram.store, half_lives, at=at)
     assert report.changes == [] and report.scanned > 0
     monkeypatch.undo()
     # Only rows numpy cannot judge (timestamps in other forms) are read whole.

@@ -130,6 +130,16 @@ def run(
             moving = _may_change(rows, half_lives, moment, min_change)
             if not moving:
                 continue
+            if dry_run:
+                # Nothing is written: the row's own columns decide, and only the changed rows' texts are read.
+                wanted = set(moving)
+                judged = [
+                    (r, v) for r in rows if r[0] in wanted and (v := _judge(*r[2:], half_lives, moment, min_change))
+                ]
+                texts = store.memories.texts([r[0] for r, _ in judged])
+                for r, (score, gone, _) in judged:
+                    report.changes.append(Change(*texts[r[0]], r[4], score, gone))
+                continue
             # Only the rows whose score may move are read whole and decided one by one, exactly as before.
             for memory in store.memories.load_many(moving).values():
                 if memory.status != "active":
@@ -182,6 +192,24 @@ def _may_change(
     return [p for p, keep in zip(pk, (unsure | gone | moves).tolist(), strict=True) if keep]
 
 
+def _judge(
+    memory_type: str,
+    importance: float,
+    stored: float,
+    start: str,
+    half_lives: dict[str, float],
+    moment: datetime,
+    min_change: float,
+) -> tuple[float, bool, float] | None:
+    """A memory's new score, whether it is archived, and its days since ``start``; None when it stays as it is."""
+    days = (moment - from_iso(start)).total_seconds() / 86400
+    score = decay_score(importance, days, float(half_lives[memory_type]))
+    gone = archives(importance, score)
+    if abs(score - stored) < max(1e-9, min_change) and not gone:
+        return None
+    return score, gone, days
+
+
 def _decay_one(
     store: Store,
     memory: Memory,
@@ -191,12 +219,11 @@ def _decay_one(
     dry_run: bool,
     min_change: float = 0.0,
 ) -> Change | None:
-    last = from_iso(memory.decay_start)
-    days = (moment - last).total_seconds() / 86400
-    score = decay_score(memory.importance, days, float(half_lives[memory.type]))
-    gone = archives(memory.importance, score)
-    if abs(score - memory.decay_score) < max(1e-9, min_change) and not gone:
+    judged = _judge(memory.type, memory.importance, memory.decay_score, memory.decay_start, half_lives, moment,
+                    min_change)  # fmt: skip
+    if judged is None:
         return None
+    score, gone, days = judged
     change = Change(memory.id, memory.content, memory.decay_score, score, gone)
     if dry_run:
         return change

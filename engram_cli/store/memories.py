@@ -293,6 +293,16 @@ class Memories:
             out.extend((int(r[0]), str(r[1]), str(r[2]), float(r[3]), float(r[4]), str(r[5])) for r in rows)
         return out
 
+    def texts(self, pks: Sequence[int]) -> dict[int, tuple[str, str]]:
+        """(id, content) of the memories of ``pks`` that exist, by pk."""
+        out: dict[int, tuple[str, str]] = {}
+        for chunk in chunks(pks):
+            for pk, memory_id, content in self.store.rows(
+                f"SELECT pk, id, content FROM memories WHERE pk IN ({marks(chunk)})", chunk
+            ):
+                out[int(pk)] = (str(memory_id), str(content))
+        return out
+
     def not_on_model(self, model_id: str, limit: int) -> list[Memory]:
         """Up to ``limit`` memories whose vector is not ``model_id``'s (or that have none), in pk order; no tags."""
         rows = self.store.rows(
@@ -607,9 +617,13 @@ class Memories:
             "SELECT m.namespace, m.agent_id, m.embedding_model, m.pk, m.id, m.memory_type, m.content, m.created_at, "
             "CAST(m.importance AS REAL), CAST(m.decay_score AS REAL), m.version, "
             f"json_extract(m.metadata, ?) IS NOT NULL FROM memories m WHERE {clause} "
-            "AND m.embedding_model IS NOT NULL AND m.mkey IS NULL ORDER BY m.created_at, m.pk"
+            "AND m.embedding_model IS NOT NULL AND m.mkey IS NULL"
         )
-        return [PlanningRow._make(r) for r in self.store.rows(sql, ["$." + json.dumps(marked_by), *params])]
+        rows = self.store.rows(sql, ["$." + json.dumps(marked_by), *params])
+        # Sorted here rather than by ORDER BY: walking the created_at index reads the table in random
+        # order, twice as slow as a scan in pk order and a sort. Text order is SQLite's BINARY order.
+        rows.sort(key=lambda r: (r[7], r[3]))
+        return [PlanningRow._make(r) for r in rows]
 
     def scan(
         self,
