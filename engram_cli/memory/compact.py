@@ -611,7 +611,12 @@ def _cap(store: Store, settings: Settings, namespaces: Sequence[str] | None, rep
     gone = {r.pk for c in report.clusters for r in c.members} | {f.loser.pk for f in report.folds}
     gone |= {int(pk) for pk in _archived_by_decay(store, report)}
     over: list[Row] = []
-    groups = _load_rows(store, namespaces)
+    # Only a namespace holding more than the cap can be over it once the gone rows are taken out.
+    counts = store.memories.planning_counts(Filters(namespaces=None if namespaces is None else list(namespaces)))
+    crowded = sorted(ns for ns, n in counts.items() if n > settings.max_active)
+    if not crowded:
+        return over
+    groups = _load_rows(store, crowded)
     per_ns: dict[str, list[Row]] = {}
     for (namespace, _, _), rows in groups.items():
         per_ns.setdefault(namespace, []).extend(r for r in rows if r.pk not in gone)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from engram_cli.errors import ConflictError, NotFound
@@ -109,21 +110,10 @@ _ROW_COLUMNS = (
 )
 
 
-class PlanningRow(NamedTuple):
-    """What compact plans with, of one unkeyed memory that has a vector (see Memories.planning_rows)."""
-
-    namespace: str
-    agent: str
-    model: str
-    pk: int
-    id: str
-    type: str
-    content: str
-    created_at: str
-    importance: float
-    decay_score: float
-    version: int
-    marked: int  # 1 when the metadata key planning_rows() was asked about is there, else 0
+# What compact plans with, of one unkeyed memory that has a vector (see Memories.planning_rows): namespace,
+# agent, model, pk, id, type, content, created_at, importance, decay_score, version, marked. A plain tuple,
+# as SQLite returns it: planning reads a hundred thousand of them.
+PlanningRow = tuple[str, str, str, int, str, str, str, str, float, float, int, int]
 
 
 class IndexParts(NamedTuple):
@@ -609,8 +599,8 @@ class Memories:
     def planning_rows(self, filters: Filters, *, marked_by: str) -> list[PlanningRow]:
         """The unkeyed memories that pass ``filters`` and have a vector, by creation then pk, as PlanningRows.
 
-        Only the columns compact plans with, and no metadata decoded: ``marked`` reports whether the
-        metadata key ``marked_by`` is there.
+        Only the columns compact plans with, and no metadata decoded: ``marked`` (1 or 0) reports whether
+        the metadata key ``marked_by`` is there.
         """
         clause, params = where(filters)
         sql = (
@@ -621,9 +611,19 @@ class Memories:
         )
         rows = self.store.rows(sql, ["$." + json.dumps(marked_by), *params])
         # Sorted here rather than by ORDER BY: walking the created_at index reads the table in random
-        # order, twice as slow as a scan in pk order and a sort. Text order is SQLite's BINARY order.
-        rows.sort(key=lambda r: (r[7], r[3]))
-        return [PlanningRow._make(r) for r in rows]
+        # order, twice as slow as a scan and a sort. Text order is SQLite's BINARY order.
+        rows.sort(key=itemgetter(7, 3))
+        return rows
+
+    def planning_counts(self, filters: Filters) -> dict[str, int]:
+        """How many rows planning_rows() would return, by namespace."""
+        clause, params = where(filters)
+        rows = self.store.rows(
+            f"SELECT m.namespace, count(*) FROM memories m WHERE {clause} "
+            "AND m.embedding_model IS NOT NULL AND m.mkey IS NULL GROUP BY m.namespace",
+            params,
+        )
+        return {str(ns): int(n) for ns, n in rows}
 
     def scan(
         self,
