@@ -129,7 +129,7 @@ class Settings:
 # -- the plan ------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class Row:
     """What planning needs of one active memory."""
 
@@ -325,28 +325,23 @@ def run_summarizer(command: str, cluster: Cluster, timeout: float) -> str:
 
 def _load_rows(store: Store, namespaces: Sequence[str] | None) -> dict[tuple[str, str, str], list[Row]]:
     groups: dict[tuple[str, str, str], list[Row]] = {}
-    scanned = store.memories.scan(
-        Filters(namespaces=None if namespaces is None else list(namespaces)),
-        with_vectors=True, order="created", marked_by=META_KEY,
-    )  # fmt: skip
-    for r in scanned:
-        if r.key is not None:
-            continue  # a keyed fact changes only through its key (`engram set`, `unset`), never by compaction
-        row = Row(
-            pk=r.pk, id=r.id, type=r.type, content=r.content, created_at=r.created_at,
-            importance=r.importance, decay_score=r.decay_score, version=r.version, consolidated=r.marked,
-        )  # fmt: skip
-        groups.setdefault((r.namespace, r.agent, str(r.model)), []).append(row)
+    # Keyed facts are left out: one changes only through its key (`engram set`, `unset`), never by compaction.
+    planned = store.memories.planning_rows(
+        Filters(namespaces=None if namespaces is None else list(namespaces)), marked_by=META_KEY
+    )
+    for ns, agent, model, pk, mid, mtype, content, created, importance, decay, version, marked in planned:
+        row = Row(pk, mid, mtype, content, created, importance, decay, version, bool(marked))
+        groups.setdefault((ns, agent, str(model)), []).append(row)
     return groups
 
 
 def _matrix(store: Store, model: str, namespace: str, rows: list[Row]) -> tuple[list[Row], np.ndarray]:
     """The rows that have a vector, and their vectors as one matrix (row order kept)."""
-    found = store.vectors.of_namespace(model, namespace, {r.pk for r in rows})
-    kept = [r for r in rows if r.pk in found]
-    if not kept:
+    found, matrix = store.vectors.matrix_of(model, [r.pk for r in rows], namespace=namespace)
+    if not len(found):
         return [], np.zeros((0, 0), dtype=np.float32)
-    return kept, np.stack([found[r.pk] for r in kept]).astype(np.float32, copy=False)
+    have = set(found.tolist())
+    return [r for r in rows if r.pk in have], matrix
 
 
 @dataclass
@@ -625,7 +620,12 @@ def _cap(store: Store, settings: Settings, namespaces: Sequence[str] | None, rep
     gone = {r.pk for c in report.clusters for r in c.members} | {f.loser.pk for f in report.folds}
     gone |= {int(pk) for pk in _archived_by_decay(store, report)}
     over: list[Row] = []
-    groups = _load_rows(store, namespaces)
+    # Only a namespace holding more than the cap can be over it once the gone rows are taken out.
+    counts = store.memories.planning_counts(Filters(namespaces=None if namespaces is None else list(namespaces)))
+    crowded = sorted(ns for ns, n in counts.items() if n > settings.max_active)
+    if not crowded:
+        return over
+    groups = _load_rows(store, crowded)
     per_ns: dict[str, list[Row]] = {}
     for (namespace, _, _), rows in groups.items():
         per_ns.setdefault(namespace, []).extend(r for r in rows if r.pk not in gone)

@@ -211,11 +211,37 @@ class Vectors:
 
     def lookup(self, model_id: str, pks: Sequence[int]) -> dict[int, np.ndarray]:
         """:meth:`get` read from the model's vector index when there is one: the same vectors, without asking
-        sqlite-vec, which answers ``memory_pk IN (...)`` by scanning its whole table."""
+        sqlite-vec, which answers ``memory_pk IN (...)`` by scanning its whole table (ascending pk order)."""
         index = self.index(model_id)
         if index is None:
             return self.get(model_id, pks)
-        return index.vectors_of(pks)
+        return index.vectors_by_pk(pks)
+
+    def matrix_of(
+        self, model_id: str, pks: Sequence[int], *, namespace: str | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The vectors of ``pks`` that ``model_id``'s table holds (only those of ``namespace`` when given):
+        the pks found, in the order asked, and their vectors as one float32 matrix.
+
+        Read from the vector index when it is on (a mapped matrix: no row-by-row vec0 read), else from
+        the table; either way exactly the bytes the table holds.
+        """
+        import numpy as np
+
+        index = self.index(model_id)
+        if index is not None:
+            return index.vectors_of(pks, namespace)
+        found = self.get(model_id, pks) if namespace is None else self.of_namespace(model_id, namespace, set(pks))
+        kept = [pk for pk in pks if pk in found]
+        known = self._known(model_id)
+        dim = 0 if known is None else known[1]
+        matrix = np.stack([found[pk] for pk in kept]) if kept else np.zeros((0, dim), dtype=np.float32)
+        return np.asarray(kept, dtype=np.int64), matrix.astype(np.float32, copy=False)
+
+    def current(self, model_id: str, pks: Sequence[int]) -> dict[int, np.ndarray]:
+        """:meth:`get`, answered by the vector index when it is on (see :meth:`matrix_of`)."""
+        found, matrix = self.matrix_of(model_id, pks)
+        return dict(zip(found.tolist(), matrix, strict=True))
 
     def of_namespace(self, model_id: str, namespace: str, pks: set[int] | None = None) -> dict[int, np.ndarray]:
         """Every vector of one namespace (one partition scan), optionally only those of ``pks``."""

@@ -150,7 +150,7 @@ def _similar_pairs(store: Store, rows: list[MemoryRow], settings: AuditSettings,
         merge_at, supersede_at = settings.thresholds(model_id)
         low = min(merge_at, supersede_at)
         out.thresholds[model_id] = {"merge": round(merge_at, 6), "supersede": round(supersede_at, 6)}
-        found = store.vectors.get(model_id, [r.pk for r in members])
+        found = store.vectors.current(model_id, [r.pk for r in members])
         members = [r for r in members if r.pk in found]
         if len(members) < 2:
             continue
