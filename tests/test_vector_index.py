@@ -522,3 +522,26 @@ def test_vectors_by_pk_without_the_index_read_the_table(db_path: Path, tmp_path:
         assert found.tolist() == [] and matrix.shape[0] == 0
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("per_scan", [0, 10**9])  # every lookup by key / every lookup in one IN scan
+def test_changed_rows_read_by_key_or_by_scan_are_the_same(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, per_scan: int
+) -> None:
+    from engram_cli.store import vector_index
+
+    monkeypatch.setattr(vector_index, "POINT_LOOKUPS_PER_SCAN", per_scan)
+    store = _open(db_path, tmp_path / "cache")
+    try:
+        vectors = _fill(store, 50)
+        index = store.vectors.index(MODEL)
+        assert index is not None
+        rows = index.rows_of([3, 7, 999, 3])  # 999 has no row; a pk asked twice is read once
+        assert sorted(rows) == [3, 7]
+        assert rows[7][0].tobytes() == vectors[6].tobytes() and rows[7][1:] == index.rows_of([7])[7][1:]
+        with store.write():
+            store.vectors.delete(MODEL, 7)
+        hits = store.vectors.knn(MODEL, vectors[6], 3)  # the index catches up through rows_of
+        assert 7 not in [pk for pk, _ in hits]
+    finally:
+        store.close()

@@ -55,6 +55,8 @@ LOG_KEEP = 100_000
 LOG_TRIM_EVERY = 4096
 # Changed rows kept beside the base before they are folded into it (in memory, or into the file).
 OVERLAY_LIMIT = 4096
+# A row looked up by its key costs about what reading this many rows in a scan of the table costs.
+POINT_LOOKUPS_PER_SCAN = 100
 # Changed rows that make a reader rewrite the file (at least; or a thousandth of the rows).
 PERSIST_DELTA = 256
 # Candidates per wanted neighbour that the approximate path scores exactly (at least ``rerank``).
@@ -420,15 +422,25 @@ class VectorIndex:
         self._ov = None
 
     def rows_of(self, pks: Sequence[int]) -> dict[int, Row]:
-        out: dict[int, Row] = {}
-        for chunk in chunks(pks):
-            for pk, blob, ns, status, mtype, agent in self.store.rows(
-                f"SELECT memory_pk, embedding, namespace, status, memory_type, agent_id FROM {self.table} "
-                f"WHERE memory_pk IN ({marks(chunk)})",
-                chunk,
-            ):
-                out[int(pk)] = (np.frombuffer(blob, dtype=np.float32), str(ns), str(status), str(mtype), str(agent))
-        return out
+        """The table's rows of ``pks`` that exist now.
+
+        sqlite-vec answers ``memory_pk IN (...)`` by reading its whole table, and one ``memory_pk = ?``
+        by its primary key: a few changed rows of a large table are looked up one by one.
+        """
+        columns = f"SELECT memory_pk, embedding, namespace, status, memory_type, agent_id FROM {self.table}"
+        size = self.base.n if self.base is not None else 0
+        if len(pks) * POINT_LOOKUPS_PER_SCAN <= size:
+            found = [row for pk in pks for row in self.store.rows(f"{columns} WHERE memory_pk = ?", (pk,))]
+        else:
+            found = [
+                row
+                for chunk in chunks(pks)
+                for row in self.store.rows(f"{columns} WHERE memory_pk IN ({marks(chunk)})", chunk)
+            ]
+        return {
+            int(pk): (np.frombuffer(blob, dtype=np.float32), str(ns), str(status), str(mtype), str(agent))
+            for pk, blob, ns, status, mtype, agent in found
+        }
 
     def vectors_by_pk(self, pks: Sequence[int]) -> dict[int, np.ndarray]:
         """The current vectors of those of ``pks`` that have one, by pk (copies, ascending pk order)."""
