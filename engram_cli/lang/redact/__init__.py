@@ -33,15 +33,20 @@ resolved, card numbers found, and the text rewritten.
 
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engram_cli.lang.redact.checks import card_ok, cn_id_ok, is_placeholder, luhn_ok, ssn_ok
 from engram_cli.lang.redact.contact import _CONTACT_PATTERNS, CONTACT_KINDS
 from engram_cli.lang.redact.patterns import _PATTERNS, PERSONAL, SECRET, Check, _rx, secret_name
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "CARD_KIND",
@@ -60,6 +65,7 @@ __all__ = [
     "luhn_ok",
     "marker",
     "may_hold",
+    "may_hold_many",
     "redact",
     "redact_data",
     "secret_name",
@@ -230,8 +236,7 @@ class _Screen:
     __slots__ = ("digits", "folded", "verdicts")
 
     def __init__(self, text: str) -> None:
-        # IGNORECASE also matches a dotless ı to i, which case folding keeps apart.
-        self.folded = text.casefold().replace("ı", "i")
+        self.folded = _folded(text)
         data = text.encode("utf-8", "surrogatepass")  # an ASCII digit is one byte, never part of another character
         self.digits = len(data) - len(data.translate(None, _DIGIT_BYTES))
         self.verdicts: dict[str, bool] = {}
@@ -262,6 +267,76 @@ def may_hold(text: str, *, contact: bool = False) -> bool:
     A few substring tests, much cheaper than the patterns; True says nothing.
     """
     return _Screen(text).may_find_any(contact)
+
+
+def _folded(text: str) -> str:
+    # IGNORECASE also matches a dotless ı to i, which case folding keeps apart.
+    return text.casefold().replace("ı", "i")
+
+
+@functools.cache
+def _batch_screen(contact: bool) -> tuple[re.Pattern[str], int]:
+    """For may_hold_many: one expression of every trigger word of the kinds, and the fewest digits any needs.
+
+    The words are matched in folded text, exactly as the substring tests of _Screen are.
+    """
+    kinds = _ALL_KINDS if contact else _DEFAULT_KINDS
+    words = sorted({w for k in kinds if k in _TRIGGERS for w in _TRIGGERS[k]}, key=lambda w: (-len(w), w))
+    return re.compile("|".join(map(re.escape, words))), min(_MIN_DIGITS[k] for k in kinds if k in _MIN_DIGITS)
+
+
+def may_hold_many(texts: Sequence[str], *, contact: bool = False) -> npt.NDArray[np.bool_]:
+    """:func:`may_hold` of each text, as a boolean array: the same verdicts, at a fraction of the cost.
+
+    The texts are folded and joined, one expression of every trigger word runs over the whole,
+    and its matches and the ASCII digits are counted back to the texts they fall in.
+    """
+    import numpy as np
+
+    out = np.zeros(len(texts), dtype=bool)
+    first = size = 0
+    for i, text in enumerate(texts):
+        if size and size + len(text) > _BATCH_CHARS:
+            out[first:i] = _screen_joined(texts[first:i], contact)
+            first, size = i, 0
+        size += len(text) + 1
+    if first < len(texts):
+        out[first:] = _screen_joined(texts[first:], contact)
+    return out
+
+
+# How much text may_hold_many joins at once: its arrays take about 13 bytes a character.
+_BATCH_CHARS = 1 << 22
+
+
+def _screen_joined(texts: Sequence[str], contact: bool) -> npt.NDArray[np.bool_]:
+    import numpy as np
+
+    rx, min_digits = _batch_screen(contact)
+    n = len(texts)
+    # A separator between texts, so no trigger word (none holds it) can start in one text and end in
+    # the next; a text holding it is harmless, since texts are told apart by their offsets.
+    joined = "\x00".join(texts)
+    starts = np.zeros(n, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n)[:-1] + 1, out=starts[1:])
+    folded = _folded(joined)
+    # Case folding maps each character to one or more, whatever surrounds it: when it expanded
+    # none, each folded text starts where the text did; otherwise count its folded length.
+    fstarts = starts
+    if len(folded) != len(joined):
+        fstarts = np.zeros(n, dtype=np.int64)
+        lengths = np.fromiter((len(t.casefold()) for t in texts), dtype=np.int64, count=n)
+        np.cumsum(lengths[:-1] + 1, out=fstarts[1:])
+    out = np.zeros(n, dtype=bool)
+    hits = np.fromiter((m.start() for m in rx.finditer(folded)), dtype=np.int64)
+    out[np.searchsorted(fstarts, hits, side="right") - 1] = True
+    # ASCII digits per text (and its separator, no digit); a zero appended so an empty last text
+    # still has a place to start.
+    codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    digits = np.zeros(len(codes) + 1, dtype=np.uint8)
+    digits[:-1] = (codes >= 0x30) & (codes <= 0x39)
+    out |= np.add.reduceat(digits, starts, dtype=np.int64) >= min_digits
+    return out
 
 
 def find(text: str, *, contact: bool = False) -> list[Finding]:
