@@ -42,12 +42,14 @@ def test_the_screen_changes_no_finding(text: str) -> None:
 
 
 def _unscreened(text: str, contact: bool) -> list[Any]:
-    original = redact._Screen.may_find
-    redact._Screen.may_find = lambda self, kind: True  # type: ignore[method-assign]
+    screen = redact._Screen
+    original = screen.may_find, screen.may_find_any
+    screen.may_find = lambda self, kind: True  # type: ignore[method-assign]
+    screen.may_find_any = lambda self, contact: True  # type: ignore[method-assign]
     try:
         return redact.find(text, contact=contact)
     finally:
-        redact._Screen.may_find = original  # type: ignore[method-assign]
+        screen.may_find, screen.may_find_any = original  # type: ignore[method-assign]
 
 
 def test_text_without_labels_prefixes_or_nine_digits_is_skipped() -> None:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -134,9 +134,8 @@ def _cards(text: str) -> Iterator[tuple[int, int]]:
             i = best + 1
 
 
-def _candidates(text: str, contact: bool) -> Iterator[tuple[int, int, int, str, str, bool]]:
+def _candidates(text: str, contact: bool, screen: _Screen) -> Iterator[tuple[int, int, int, str, str, bool]]:
     """(rank, start, end, kind, category, free) for every match of every pattern, overlaps included."""
-    screen = _Screen(text)
     for rank, pattern in enumerate(_PATTERNS + _CONTACT_PATTERNS if contact else _PATTERNS):
         if not screen.may_find(pattern.kind):
             continue  # none of what every match of this kind contains
@@ -151,12 +150,14 @@ def _candidates(text: str, contact: bool) -> Iterator[tuple[int, int, int, str, 
             yield _CARD_RANK, start, end, CARD_KIND, PERSONAL, False
 
 
-def _find_once(text: str, contact: bool) -> list[Finding]:
+def _find_once(text: str, contact: bool, screen: _Screen | None = None) -> list[Finding]:
     # Spans no finding may enter: the markers already in the text, then each finding taken.
     blocked = [(m.start(), m.end()) for m in MARKER_RE.finditer(text)]
     starts = [s for s, _ in blocked]
     found: list[Finding] = []
-    for _, start, end, kind, category, free in sorted(_candidates(text, contact), key=lambda c: (c[0], c[1])):
+    for _, start, end, kind, category, free in sorted(
+        _candidates(text, contact, screen or _Screen(text)), key=lambda c: (c[0], c[1])
+    ):
         k = bisect_left(starts, start)
         if k > 0 and blocked[k - 1][1] > start:
             continue
@@ -230,31 +231,31 @@ _MIN_DIGITS: dict[str, int] = {"cn-id-number": 17, "us-ssn": 9, CARD_KIND: 13, "
 _DIGIT_BYTES = b"0123456789"
 
 
-class _Screen:
-    """What the screen reads of a text once: the text case folded, and how many ASCII digits it holds."""
+# Each trigger word, and the kinds whose patterns it lets run.
+_WORD_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
+    (word, tuple(kind for kind, words in _TRIGGERS.items() if word in words))
+    for word in dict.fromkeys(word for words in _TRIGGERS.values() for word in words)
+)
 
-    __slots__ = ("digits", "folded", "verdicts")
+
+class _Screen:
+    """What the screen reads of a text once: the kinds whose words it holds (case folded) or enough digits for."""
+
+    __slots__ = ("kinds",)
 
     def __init__(self, text: str) -> None:
-        self.folded = _folded(text)
+        folded = _folded(text)
+        self.kinds = {kind for word, kinds in _WORD_KINDS if word in folded for kind in kinds}
         data = text.encode("utf-8", "surrogatepass")  # an ASCII digit is one byte, never part of another character
-        self.digits = len(data) - len(data.translate(None, _DIGIT_BYTES))
-        self.verdicts: dict[str, bool] = {}
+        digits = len(data) - len(data.translate(None, _DIGIT_BYTES))
+        self.kinds.update(kind for kind, least in _MIN_DIGITS.items() if digits >= least)
 
     def may_find(self, kind: str) -> bool:
         """False when no pattern of ``kind`` can match the text."""
-        verdict = self.verdicts.get(kind)
-        if verdict is None:
-            if kind in _MIN_DIGITS:
-                verdict = self.digits >= _MIN_DIGITS[kind]
-            else:
-                verdict = any(word in self.folded for word in _TRIGGERS[kind])
-            self.verdicts[kind] = verdict
-        return verdict
+        return kind in self.kinds
 
     def may_find_any(self, contact: bool) -> bool:
-        kinds = _ALL_KINDS if contact else _DEFAULT_KINDS
-        return any(self.may_find(kind) for kind in kinds)
+        return not self.kinds.isdisjoint(_ALL_KINDS if contact else _DEFAULT_KINDS)
 
 
 _ALL_KINDS = tuple(dict.fromkeys([p.kind for p in _PATTERNS + _CONTACT_PATTERNS] + [CARD_KIND]))
@@ -275,21 +276,18 @@ def _folded(text: str) -> str:
 
 
 @functools.cache
-def _batch_screen(contact: bool) -> tuple[re.Pattern[str], int]:
-    """For may_hold_many: one expression of every trigger word of the kinds, and the fewest digits any needs.
-
-    The words are matched in folded text, exactly as the substring tests of _Screen are.
-    """
+def _batch_screen(contact: bool) -> tuple[tuple[str, ...], int]:
+    """For may_hold_many: every trigger word of the kinds, and the fewest digits any of them needs."""
     kinds = _ALL_KINDS if contact else _DEFAULT_KINDS
-    words = sorted({w for k in kinds if k in _TRIGGERS for w in _TRIGGERS[k]}, key=lambda w: (-len(w), w))
-    return re.compile("|".join(map(re.escape, words))), min(_MIN_DIGITS[k] for k in kinds if k in _MIN_DIGITS)
+    words = tuple(dict.fromkeys(word for kind in kinds if kind in _TRIGGERS for word in _TRIGGERS[kind]))
+    return words, min(_MIN_DIGITS[kind] for kind in kinds if kind in _MIN_DIGITS)
 
 
 def may_hold_many(texts: Sequence[str], *, contact: bool = False) -> npt.NDArray[np.bool_]:
     """:func:`may_hold` of each text, as a boolean array: the same verdicts, at a fraction of the cost.
 
-    The texts are folded and joined, one expression of every trigger word runs over the whole,
-    and its matches and the ASCII digits are counted back to the texts they fall in.
+    The texts are folded and joined, every trigger word is searched for in the whole, and the
+    words found and the ASCII digits are counted back to the texts they fall in.
     """
     import numpy as np
 
@@ -305,14 +303,14 @@ def may_hold_many(texts: Sequence[str], *, contact: bool = False) -> npt.NDArray
     return out
 
 
-# How much text may_hold_many joins at once: its arrays take about 13 bytes a character.
+# How much text may_hold_many joins at once: its copies and arrays take about a dozen bytes a character.
 _BATCH_CHARS = 1 << 22
 
 
 def _screen_joined(texts: Sequence[str], contact: bool) -> npt.NDArray[np.bool_]:
     import numpy as np
 
-    rx, min_digits = _batch_screen(contact)
+    words, min_digits = _batch_screen(contact)
     n = len(texts)
     # A separator between texts, so no trigger word (none holds it) can start in one text and end in
     # the next; a text holding it is harmless, since texts are told apart by their offsets.
@@ -327,9 +325,18 @@ def _screen_joined(texts: Sequence[str], contact: bool) -> npt.NDArray[np.bool_]
         fstarts = np.zeros(n, dtype=np.int64)
         lengths = np.fromiter((len(t.casefold()) for t in texts), dtype=np.int64, count=n)
         np.cumsum(lengths[:-1] + 1, out=fstarts[1:])
-    out = np.zeros(n, dtype=bool)
-    hits = np.fromiter((m.start() for m in rx.finditer(folded)), dtype=np.int64)
-    out[np.searchsorted(fstarts, hits, side="right") - 1] = True
+    # Each word is looked for as a substring, as _Screen does, with the string search of str.find
+    # (much faster than one expression of all the words); once a text holds it, the search goes
+    # on from the next text.
+    ends = [*fstarts[1:].tolist(), len(folded) + 1]
+    held = [False] * n
+    for word in words:
+        at = folded.find(word)
+        while at >= 0:
+            i = bisect_right(ends, at)
+            held[i] = True
+            at = folded.find(word, ends[i])
+    out = np.array(held, dtype=bool)
     # ASCII digits per text (and its separator, no digit); a zero appended so an empty last text
     # still has a place to start.
     codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
@@ -344,9 +351,10 @@ def find(text: str, *, contact: bool = False) -> list[Finding]:
 
     ``contact=True`` also finds e-mail addresses and phone numbers (:data:`CONTACT_KINDS`).
     """
-    if not may_hold(text, contact=contact):
+    screen = _Screen(text)
+    if not screen.may_find_any(contact):
         return []
-    findings = _find_once(text, contact)
+    findings = _find_once(text, contact, screen)
     # A scan reads each pattern's matches left to right without overlap, so a match that
     # swallowed a neighbour and lost to a stronger finding can hide that neighbour until
     # the stronger one is a marker. Scan the redacted text again until nothing new turns
