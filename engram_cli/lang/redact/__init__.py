@@ -229,6 +229,12 @@ _TRIGGERS: dict[str, tuple[str, ...]] = {
 # US, 11 in China).
 _MIN_DIGITS: dict[str, int] = {"cn-id-number": 17, "us-ssn": 9, CARD_KIND: 13, "phone": 9}
 _DIGIT_BYTES = b"0123456789"
+# A resident id, an SSN and a card number are written as one run of digits, joined at most by single
+# spaces or dashes (a card's groups, an SSN's dashes): their digits are counted in the text's longest
+# such run. A phone number may hold dots and brackets too: its digits are counted in the whole text.
+_IN_ONE_RUN = frozenset({"cn-id-number", "us-ssn", CARD_KIND})
+_RUN_DIGITS = min(_MIN_DIGITS[kind] for kind in _IN_ONE_RUN)
+_JOINED_DIGITS = _rx(r"\d+(?:[ -]\d+)*")
 
 
 # Each trigger word, and the kinds whose patterns it lets run.
@@ -248,7 +254,12 @@ class _Screen:
         self.kinds = {kind for word, kinds in _WORD_KINDS if word in folded for kind in kinds}
         data = text.encode("utf-8", "surrogatepass")  # an ASCII digit is one byte, never part of another character
         digits = len(data) - len(data.translate(None, _DIGIT_BYTES))
-        self.kinds.update(kind for kind, least in _MIN_DIGITS.items() if digits >= least)
+        run = 0
+        if digits >= _RUN_DIGITS:
+            run = max(len(g) - g.count(" ") - g.count("-") for g in _JOINED_DIGITS.findall(text))
+        self.kinds.update(
+            kind for kind, least in _MIN_DIGITS.items() if (run if kind in _IN_ONE_RUN else digits) >= least
+        )
 
     def may_find(self, kind: str) -> bool:
         """False when no pattern of ``kind`` can match the text."""
@@ -276,11 +287,13 @@ def _folded(text: str) -> str:
 
 
 @functools.cache
-def _batch_screen(contact: bool) -> tuple[tuple[str, ...], int]:
-    """For may_hold_many: every trigger word of the kinds, and the fewest digits any of them needs."""
+def _batch_screen(contact: bool) -> tuple[tuple[str, ...], int | None]:
+    """For may_hold_many: every trigger word of the kinds, and the fewest digits in the whole text any of them
+    needs (None when all are counted in runs)."""
     kinds = _ALL_KINDS if contact else _DEFAULT_KINDS
     words = tuple(dict.fromkeys(word for kind in kinds if kind in _TRIGGERS for word in _TRIGGERS[kind]))
-    return words, min(_MIN_DIGITS[kind] for kind in kinds if kind in _MIN_DIGITS)
+    anywhere = [_MIN_DIGITS[kind] for kind in kinds if kind in _MIN_DIGITS and kind not in _IN_ONE_RUN]
+    return words, min(anywhere, default=None)
 
 
 def may_hold_many(texts: Sequence[str], *, contact: bool = False) -> npt.NDArray[np.bool_]:
@@ -304,7 +317,7 @@ def may_hold_many(texts: Sequence[str], *, contact: bool = False) -> npt.NDArray
 
 
 # How much text may_hold_many joins at once: its copies and arrays take about a dozen bytes a character.
-_BATCH_CHARS = 1 << 22
+_BATCH_CHARS = 1 << 20
 
 
 def _screen_joined(texts: Sequence[str], contact: bool) -> npt.NDArray[np.bool_]:
@@ -337,12 +350,22 @@ def _screen_joined(texts: Sequence[str], contact: bool) -> npt.NDArray[np.bool_]
             held[i] = True
             at = folded.find(word, ends[i])
     out = np.array(held, dtype=bool)
-    # ASCII digits per text (and its separator, no digit); a zero appended so an empty last text
-    # still has a place to start.
+    # ASCII digits: per text (for a phone number), and in runs joined by single spaces or
+    # dashes (the separator between texts ends a run), as _Screen counts them.
     codes = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    digits = np.zeros(len(codes) + 1, dtype=np.uint8)
-    digits[:-1] = (codes >= 0x30) & (codes <= 0x39)
-    out |= np.add.reduceat(digits, starts, dtype=np.int64) >= min_digits
+    digit = (codes >= 0x30) & (codes <= 0x39)
+    counted = np.zeros(len(codes) + 1, dtype=np.int64)
+    np.cumsum(digit, out=counted[1:])
+    if min_digits is not None:
+        text_ends = np.append(starts[1:] - 1, len(codes))
+        out |= counted[text_ends] - counted[starts] >= min_digits
+    joins = np.zeros(len(codes) + 2, dtype=bool)
+    joins[1:-1] = digit
+    joins[2:-2] |= ((codes[1:-1] == 0x20) | (codes[1:-1] == 0x2D)) & digit[:-2] & digit[2:]
+    edges = np.flatnonzero(joins[1:] != joins[:-1])  # where each run starts, then where it ends
+    run_starts, run_ends = edges[::2], edges[1::2]
+    long = run_starts[counted[run_ends] - counted[run_starts] >= _RUN_DIGITS]
+    out[np.searchsorted(starts, long, side="right") - 1] = True
     return out
 
 
