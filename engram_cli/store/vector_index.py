@@ -442,27 +442,6 @@ class VectorIndex:
             for pk, blob, ns, status, mtype, agent in found
         }
 
-    def vectors_by_pk(self, pks: Sequence[int]) -> dict[int, np.ndarray]:
-        """The current vectors of those of ``pks`` that have one, by pk (copies, ascending pk order)."""
-        self.refresh()
-        base = self.base
-        assert base is not None
-        out: dict[int, np.ndarray] = {}
-        rest: list[int] = []
-        for pk in sorted(set(pks)):
-            row = self.overlay.get(pk)
-            if row is not None:
-                out[pk] = np.array(row[0], dtype=np.float32)
-            elif pk not in self.gone:
-                rest.append(pk)
-        found = base.row_of(rest)
-        if self.dead is not None:
-            found = {pk: row for pk, row in found.items() if not self.dead[row]}
-        if found:
-            matrix = base.a["matrix"][np.fromiter(found.values(), dtype=np.int64, count=len(found))]
-            out.update(zip(found, matrix, strict=True))
-        return dict(sorted(out.items()))
-
     def _fold(self) -> None:
         """Make base + overlay the new base (in memory; the file is rewritten when it may be)."""
         assert self.base is not None

@@ -212,10 +212,9 @@ class Vectors:
     def lookup(self, model_id: str, pks: Sequence[int]) -> dict[int, np.ndarray]:
         """:meth:`get` read from the model's vector index when there is one: the same vectors, without asking
         sqlite-vec, which answers ``memory_pk IN (...)`` by scanning its whole table (ascending pk order)."""
-        index = self.index(model_id)
-        if index is None:
+        if self.index(model_id) is None:
             return self.get(model_id, pks)
-        return index.vectors_by_pk(pks)
+        return dict(sorted(self.current(model_id, pks).items()))
 
     def matrix_of(
         self, model_id: str, pks: Sequence[int], *, namespace: str | None = None
