@@ -15,6 +15,9 @@ Reported per size, as whole-process wall times (p50 / p95 / max over PROMPTS pro
   * warm: the service (`engram hooks serve`) started by the first prompt and running; its peak memory;
   * floor: `python -c pass` through the same interpreter, and the launcher's own imports
     (`python -c "import engram_cli.launch, engram_cli.warm.client"`), which no warm hook can go below.
+With `--paths first`, instead: the first PROMPTS prompts after installing, back to back from an empty cache
+directory (no vector index file) and no service, none waiting for the service to start: what a person
+meets first, while the service starts and builds the index (each prompt's time, and whether it printed).
 
 Usage (from the repository root; 100k only with `nice -n 10` on a shared machine):
   python scripts/bench_hook.py [--sizes 10000 100000] [--prompts 40] [--json out.json]
@@ -138,6 +141,8 @@ def measure(db: Path, namespace: str, questions: list[str], work: Path, paths: l
         times = [_timed(command, b"", env, project)[0] for _ in range(WARMUP + len(questions))][WARMUP:]
         out[f"floor_{name}"] = _stats(times)
 
+    if "first" in paths:
+        out["first"] = first_prompts(argv, payload, questions, env, project, config, runtime)
     if "cold" in paths:
         # Cold: the warm path off, as for a person who set hooks.warm_idle_s = 0.
         config.write_text("[hooks]\nwarm_idle_s = 0\n")
@@ -182,11 +187,37 @@ def measure(db: Path, namespace: str, questions: list[str], work: Path, paths: l
     return out
 
 
+def first_prompts(
+    argv: list[str],
+    payload: Any,
+    questions: list[str],
+    env: dict[str, str],
+    project: Path,
+    config: Path,
+    runtime: Path,
+) -> dict[str, Any]:
+    """The first prompts of a fresh cache directory with the warm path on, back to back, no warm-up."""
+    config.write_text("[hooks]\nwarm_idle_s = 600\n")
+    times: list[float] = []
+    printed: list[bool] = []
+    try:
+        for question in questions:
+            elapsed, stdout = _timed(argv, payload(question), env, project)
+            times.append(elapsed)
+            printed.append(bool(stdout))
+    finally:
+        for pid in _services(runtime):
+            os.kill(pid, signal.SIGTERM)
+        _wait_for(lambda: not _services(runtime), 30)
+    return {**_stats(times), "prompts": len(times), "prompts_with_memories": sum(printed),
+            "each_ms": [round(1000 * t) for t in times], "printed": printed}  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000])
     parser.add_argument("--prompts", type=int, default=40, help="timed prompts per size and path (after a warm-up)")
-    parser.add_argument("--paths", nargs="+", choices=["cold", "warm"], default=["cold", "warm"])
+    parser.add_argument("--paths", nargs="+", choices=["cold", "warm", "first"], default=["cold", "warm"])
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
     # An installed engram has its bytecode compiled (pip does it); a checkout may not, and compiling on

@@ -124,3 +124,15 @@ def engram(engram_home: Path) -> Iterator[Any]:
 
 def pytest_report_header() -> str:
     return f"ENGRAM test models dir: {os.environ.get('ENGRAM_MODELS_DIR', '(bundled)')}"
+
+
+@pytest.fixture(params=["every pair", "cell search"])
+def pair_search(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """How compact and audit find similar pairs: every pair (small groups), or the cell search that
+    large groups use, forced onto a small store with one row per cell."""
+    from engram_cli.memory import neighbours
+
+    if request.param == "cell search":
+        monkeypatch.setattr(neighbours, "EXACT_ROWS", 0)
+        monkeypatch.setattr(neighbours, "CELL", 1)
+    return str(request.param)

@@ -451,7 +451,9 @@ def test_migration_progress_while_two_models_coexist(engram: Engram, cli: Any) -
     assert check.count == 0 and check.details["percent_migrated"] == 100.0
 
 
-def test_duplicates_and_conflicts_are_reported_and_exact_duplicates_merged(engram: Engram, rows: Any) -> None:
+def test_duplicates_and_conflicts_are_reported_and_exact_duplicates_merged(
+    engram: Engram, rows: Any, pair_search: str
+) -> None:
     s = engram.settings  # supersession off, so a correction stays unapplied
     engram.config = replace(engram.config, settings=replace(s, supersede=replace(s.supersede, enabled=False)))
     keep = engram.add("The staging database runs on port 5433", tags=["ops"], importance=0.7).memory

@@ -83,7 +83,7 @@ def test_summary_of_texts_without_words_is_their_text() -> None:
 # -- consolidation ----------------------------------------------------------------------
 
 
-def test_a_cluster_of_episodes_becomes_one_semantic_memory(engram: Engram, rows: Any) -> None:
+def test_a_cluster_of_episodes_becomes_one_semantic_memory(engram: Engram, rows: Any, pair_search: str) -> None:
     upload = _episodes(engram, UPLOAD, tags=["tests"])
     cors = _episodes(engram, CORS)
     others = _episodes(engram, OTHERS)
@@ -194,7 +194,7 @@ def test_near_duplicates_fold_into_the_more_important(engram: Engram) -> None:
     assert engram.get(apart).status == "active"
 
 
-def test_a_group_of_near_duplicates_folds_into_one_survivor(engram: Engram) -> None:
+def test_a_group_of_near_duplicates_folds_into_one_survivor(engram: Engram, pair_search: str) -> None:
     low = engram.add("The user prefers tabs over spaces for indentation", importance=0.3, no_merge=True).id
     keep = engram.add("The user prefers tabs over spaces for indentation.", importance=0.7, no_merge=True).id
     mid = engram.add("The user prefers tabs over spaces for indentation!", importance=0.5, no_merge=True).id
@@ -221,6 +221,19 @@ def test_hard_cap_archives_the_least_important_and_faded_first(engram: Engram) -
     assert engram.get(gone).status == "archived"
     assert {engram.get(i).status for i in (keep_high, keep_fresh)} == {"active"}
     assert not engram.compact(now=NOW).changed
+
+
+def test_the_cap_counts_each_namespace_apart(engram: Engram) -> None:
+    s = engram.settings
+    engram.config = replace(engram.config, settings=replace(s, compact=replace(s.compact, max_active=2)))
+    engram.add("Never force-push to main", importance=0.9, namespace="a", created_at=OLD)
+    engram.add("Releases are tagged from the release branch", importance=0.5, namespace="a", created_at=NOW)
+    low = engram.add("The office printer is on floor two", importance=0.3, namespace="a", created_at=OLD).id
+    engram.add("The staging database listens on port 5433", importance=0.1, namespace="b", created_at=OLD)
+    engram.add("Grafana dashboards live in the ops repository", importance=0.1, namespace="b", created_at=OLD)
+    report = engram.compact(now=NOW, dry_run=True)
+    assert [r.id for r in report.capped] == [low]  # b holds no more than the cap: nothing of it goes
+    assert [r.id for r in engram.compact(now=NOW, namespace="b").capped] == []
 
 
 def test_faded_memories_are_archived_by_the_decay_step(engram: Engram, backdate: Any) -> None:
@@ -386,3 +399,25 @@ def test_dry_run_never_embeds_and_plans_the_clusters_a_real_run_makes(engram: En
     members = [sorted(m.id for m in c.members) for c in plan.clusters]
     assert members == [sorted(m.id for m in c.members) for c in done.clusters] and len(members) == 2
     assert [c.content for c in plan.clusters] == [c.content for c in done.clusters]
+
+
+def test_planning_reads_unkeyed_rows_with_vectors_oldest_first_and_sees_the_mark(engram: Engram) -> None:
+    from engram_cli.memory.model import Filters
+
+    later = engram.add(UPLOAD[0], namespace="proj", created_at="2026-11-02T00:00:00Z").id
+    earlier = engram.add(CORS[0], namespace="proj", created_at=OLD).id
+    marked = engram.add(OTHERS[0], namespace="proj", created_at=NOW, metadata={compactmod.META_KEY: {"episodes": 2}})
+    engram.add(OTHERS[1], namespace="elsewhere", created_at=OLD)
+    engram.set("db:port", "The staging database listens on 5433", namespace="proj")  # keyed: never compacted
+    with engram.store.read():
+        rows = engram.store.memories.planning_rows(Filters(namespaces=["proj"]), marked_by=compactmod.META_KEY)
+    assert [r[4] for r in rows] == [earlier, later, marked.id]  # id
+    assert [r[11] for r in rows] == [0, 0, 1]  # marked
+    assert {(r[0], r[2]) for r in rows} == {("proj", engram.active_model)}  # namespace, model
+    with engram.store.read():
+        counts = engram.store.memories.planning_counts(Filters())
+    assert counts == {"proj": 3, "elsewhere": 1}
+    groups = compactmod._load_rows(engram.store, ["proj"])
+    [(key, planned)] = groups.items()
+    assert key[0] == "proj" and [r.id for r in planned] == [earlier, later, marked.id]
+    assert [r.consolidated for r in planned] == [False, False, True]

@@ -137,3 +137,100 @@ def test_small_drifts_are_applied_without_an_event(engram: Engram, rows: Any, ba
     assert engram.get(memory.id).decay_score == pytest.approx(report.changes[0].after)
     kinds = [r[0] for r in rows("SELECT kind FROM events WHERE memory_id = ? ORDER BY pk", (memory.id,))]
     assert kinds == ["created", "decayed"]
+
+
+def _rows_for_decay(store: Any, n: int, seed: int) -> None:
+    """Memories of every type, importance and age, some never accessed, some with timestamps in other ISO forms."""
+    import random
+    from datetime import timedelta
+
+    from engram_cli.memory import records
+    from engram_cli.memory.model import MEMORY_TYPES, Memory
+    from engram_cli.timeutil import from_iso, to_iso
+
+    rng = random.Random(seed)
+    day0 = from_iso("2026-01-01T00:00:00Z")
+    with store.write():
+        for i in range(n):
+            learned = to_iso(day0 + timedelta(days=rng.uniform(0, 300), microseconds=rng.randrange(10**6)))
+            if i % 17 == 0:
+                learned = learned[:19] + "+00:00"  # another ISO form than engram writes
+            elif i % 23 == 0:
+                learned = learned[:10]  # a bare date
+            elif i % 29 == 0:
+                learned = ""  # unknown: decay counts from created_at
+            last = None if i % 3 else to_iso(day0 + timedelta(days=rng.uniform(0, 320)))
+            store.memories.insert(
+                Memory(
+                    pk=0, id=records.new_id(), namespace=("a", "b")[i % 2], agent="user", session=None,
+                    type=MEMORY_TYPES[i % len(MEMORY_TYPES)], content=f"memory {i}", summary=None,
+                    content_hash=f"h{i}", embedding_model=None,
+                    importance=rng.choice([0.1, 0.5, 0.79, 0.8, 0.95]), confidence=1.0,
+                    decay_score=rng.choice([1.0, 0.6, 0.08, round(rng.random(), 6)]), access_count=0,
+                    last_access_at=last, created_at="2025-12-01T00:00:00.000000Z", updated_at=learned or "",
+                    status=("active", "active", "active", "archived")[i % 4], version=1, superseded_by=None,
+                    consolidated_into=None, metadata={}, learned_at=learned,
+                )
+            )  # fmt: skip
+
+
+def _decided_row_by_row(store: Any, half_lives: dict[str, float], at: Any, min_change: float) -> tuple[int, list[Any]]:
+    """What decay.run decided before it was vectorised: every active row read whole and judged alone."""
+    from engram_cli.memory import decay as decaymod
+    from engram_cli.memory.model import Filters
+    from engram_cli.timeutil import to_iso
+
+    changes = []
+    scanned = 0
+    with store.read():
+        pks = store.memories.pks(Filters(statuses=["active"]), order="pk")
+        for memory in store.memories.load_many(pks).values():
+            scanned += 1
+            change = decaymod._decay_one(store, memory, half_lives, at, to_iso(at), True, min_change)
+            if change is not None:
+                changes.append(change)
+    return scanned, changes
+
+
+@pytest.mark.parametrize("min_change", [0.0, 0.001, 0.1])
+def test_vectorised_decay_decides_exactly_as_row_by_row(engram: Engram, min_change: float) -> None:
+    from engram_cli.memory import decay as decaymod
+    from engram_cli.timeutil import from_iso
+
+    _rows_for_decay(engram.store, 1200, seed=int(min_change * 1000))
+    half_lives = engram.settings.decay.half_life_days.by_type()
+    at = from_iso("2026-11-20T12:34:56.789012Z")
+    scanned, expected = _decided_row_by_row(engram.store, half_lives, at, min_change)
+    assert expected and scanned == 900
+    dry = decaymod.run(engram.store, half_lives, at=at, dry_run=True, min_change=min_change)
+    assert dry.scanned == scanned and dry.changes == expected
+    applied = decaymod.run(engram.store, half_lives, at=at, min_change=min_change)
+    assert applied.changes == expected
+    with engram.store.read():
+        changed = engram.store.memories.pks_of([c.id for c in expected])
+        stored = {m.id: m for m in engram.store.memories.load_many(changed).values()}
+    assert all(stored[c.id].decay_score == c.after for c in expected)
+    assert all(stored[c.id].status == ("archived" if c.archived else "active") for c in expected)
+    # Right after, nothing moves (archived rows left the scan).
+    again = decaymod.run(engram.store, half_lives, at=at, dry_run=True, min_change=min_change)
+    assert again.changes == [] and again.scanned == scanned - applied.archived
+
+
+def test_rows_whose_score_stays_are_not_read_whole(engram: Engram, monkeypatch: pytest.MonkeyPatch) -> None:
+    from engram_cli.memory import decay as decaymod
+    from engram_cli.timeutil import from_iso
+
+    _rows_for_decay(engram.store, 300, seed=5)
+    half_lives = engram.settings.decay.half_life_days.by_type()
+    at = from_iso("2026-11-20T00:00:00Z")
+    decaymod.run(engram.store, half_lives, at=at)
+    read: list[int] = []
+    load_many = engram.store.memories.load_many
+    monkeypatch.setattr(engram.store.memories, "load_many", lambda pks, **kw: read.extend(pks) or load_many(pks, **kw))
+    report = decaymod.run(engram.store, half_lives, at=at)
+    assert report.changes == [] and report.scanned > 0
+    monkeypatch.undo()
+    # Only rows numpy cannot judge (timestamps in other forms) are read whole.
+    with engram.store.read():
+        whole = engram.store.memories.load_many(read).values()
+    assert read and all(len(m.decay_start) != 27 for m in whole)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engram_cli.memory.neighbours import BLOCK, Neighbours, Pairs, pairs_above, pairs_by_tile, tiles
+from engram_cli.memory import neighbours
+from engram_cli.memory.neighbours import BLOCK, Neighbours, Pairs, near_pairs, pairs_above, pairs_by_tile, tiles
 
 
 def _integer_rows(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
@@ -92,3 +93,64 @@ def test_neighbours_list_the_closest_first_and_ties_by_row() -> None:
     assert near.of_row(0)[0] == [3, 1]
     assert near.count(4) == 0 and near.of_row(4) == ([], [])
     assert near.of_row(1) == ([0, 3], [pytest.approx(0.9), pytest.approx(0.9)])
+
+
+# -- near_pairs: every pair of a small set, a cell search above EXACT_ROWS ---------------------
+
+
+def _clustered(clusters: int, size: int, dim: int = 32, noise: float = 0.12, seed: int = 0) -> np.ndarray:
+    """Unit rows in tight groups around random directions (cosine ~0.99 within a group, ~0 across)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((clusters, dim))
+    rows = np.repeat(centres, size, axis=0) / np.sqrt(dim) + noise * rng.standard_normal(
+        (clusters * size, dim)
+    ) / np.sqrt(dim)
+    rows = rows[rng.permutation(len(rows))]
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_near_pairs_of_a_small_set_are_every_pair_in_order() -> None:
+    matrix = _integer_rows(40)
+    for threshold in (-1e9, 0.0, 6.0, 1e9):
+        pairs = near_pairs(matrix, threshold, per_row=1)  # below EXACT_ROWS: per_row does not cut
+        assert _found(pairs) == _brute(matrix, threshold)
+        keys = pairs.left * 40 + pairs.right
+        assert (np.diff(keys) > 0).all()
+
+
+def test_the_cell_search_finds_the_close_pairs_with_their_exact_scores(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(neighbours, "CELL", 16)  # many cells on a small set
+    matrix = _clustered(clusters=40, size=12)
+    threshold = 0.9
+    truth = _brute(matrix, threshold)
+    pairs = near_pairs(matrix, threshold, per_row=64, exact_rows=0)
+    assert len(pairs) == len({(i, j) for i, j, _ in _found(pairs)})  # no pair twice
+    assert (pairs.left < pairs.right).all()
+    full = matrix @ matrix.T
+    assert np.allclose(pairs.score, full[pairs.left, pairs.right], atol=1e-5)
+    assert (pairs.score >= threshold).all()
+    wanted = {(i, j) for i, j, _ in truth}
+    got = {(i, j) for i, j, _ in _found(pairs)}
+    assert len(got & wanted) >= 0.98 * len(wanted)
+    # The same rows and seed give the same pairs.
+    again = near_pairs(matrix, threshold, per_row=64, exact_rows=0)
+    assert _found(again) == _found(pairs)
+
+
+def test_each_row_keeps_its_closest_pairs_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(neighbours, "CELL", 16)
+    matrix = _clustered(clusters=10, size=40)
+    pairs = near_pairs(matrix, 0.5, per_row=3, exact_rows=0)
+    assert 0 < len(pairs) <= 3 * len(matrix)
+    full = matrix @ matrix.T
+    np.fill_diagonal(full, -np.inf)
+    # A row's pairs that it chose itself are among its closest: at least one of every pair's rows
+    # has the other within its top 3.
+    top3 = np.argsort(-full, axis=1)[:, :3]
+    for i, j in zip(pairs.left.tolist(), pairs.right.tolist(), strict=True):
+        assert j in top3[i] or i in top3[j]
+
+
+def test_near_pairs_needs_room_for_a_neighbour() -> None:
+    with pytest.raises(ValueError):
+        near_pairs(_clustered(2, 5), 0.5, per_row=0, exact_rows=0)

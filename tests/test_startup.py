@@ -220,7 +220,16 @@ def test_plain_coercion_gives_typers_value_or_typers_error_for_every_parameter()
 
 # -- tables into a pipe without rich ----------------------------------------------------------------
 
-_CELL = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=30)
+_CELL = st.text(
+    alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E)
+    | st.sampled_from("…—，。：；（）「」、！？")
+    | st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF)
+    | st.characters(min_codepoint=0x3041, max_codepoint=0x30FF)
+    | st.characters(min_codepoint=0xAC00, max_codepoint=0xD7A3)
+    | st.characters(min_codepoint=0xFF01, max_codepoint=0xFF60)
+    | st.characters(min_codepoint=0x3001, max_codepoint=0x303E),
+    max_size=30,
+)
 
 
 def _rich_table(headers: list[str], rows: list[list[str]]) -> str:
@@ -261,13 +270,18 @@ def test_a_plain_table_is_byte_for_byte_what_rich_prints_into_a_pipe(
 
 
 def test_a_table_rich_would_change_is_left_to_rich(capsys: pytest.CaptureFixture[str]) -> None:
-    for cell in ("[bold]x[/]", "a :smile: b", "tiles:a:b", "a :100: b", "中文", "tab\there", "x" * 250):
+    for cell in ("[bold]x[/]", "a :smile: b", "tiles:a:b", "a :100: b", "é", "🙂", "tab\there", "x" * 250):
         assert not console.plain_table(["h"], [[cell]]), cell
     assert console.plain_table(["h", "k"], [["user:tz = Europe/Berlin", "at 12:30:00"]])
     assert capsys.readouterr().out == "h                        k          \nuser:tz = Europe/Berlin  at 12:30:00\n"
 
 
-_WORDS = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E) | st.just("—"), max_size=120)
+_WORDS = st.text(
+    alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E)
+    | st.sampled_from("—…，。")
+    | st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF),
+    max_size=120,
+)
 _STYLED = st.tuples(st.sampled_from(["bold", "dim"]), _WORDS).map(lambda p: f"[{p[0]}]{console.escape(p[1])}[/]")
 _MARKUP_LINE = st.lists(st.one_of(_WORDS.map(console.escape), _STYLED, st.sampled_from(["\n", "  "])), max_size=6).map(
     "".join
@@ -321,3 +335,15 @@ def test_a_plain_note_is_what_rich_writes_into_a_piped_stderr(
     buffer = StringIO()
     Console(file=buffer, soft_wrap=False, width=console.PIPE_WIDTH, highlight=False).print(text, markup=False)
     assert got == (buffer.getvalue() if written else "")
+
+
+def test_a_table_with_chinese_cells_is_printed_without_rich(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(name, raising=False)
+    rows = [["a1", "修复了登录页面的跨域问题…"], ["b2", "CORS — ok"]]
+    assert console.plain_table(["id", "content"], rows)
+    printed = capsys.readouterr().out
+    assert printed == _rich_table(["id", "content"], rows)
+    assert printed.splitlines()[1] == "a1  修复了登录页面的跨域问题…"  # 12 ideographs, two columns each

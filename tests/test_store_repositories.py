@@ -86,3 +86,11 @@ def test_selection_by_filters_is_the_same_for_every_reader(engram: Engram) -> No
     assert {r.content for r in store.memories.scan(filters)} == {"tagged in one"}
     assert store.memories.passing(store.memories.pks(Filters(namespaces=None), order="pk"), filters) == set(pks)
     assert [pk for pk, _ in store.keywords.search(["tagged"], filters, 10)] == pks
+    # Any number of candidates, repeated or unknown ones among them; and none at all.
+    every = store.memories.pks(Filters(namespaces=None), order="pk")
+    assert store.memories.passing([*every, *every, *range(10_000, 11_200)], filters) == set(pks)
+    assert store.memories.passing([], filters) == set()
+    # The models in scope: those of the memories that pass, none for a namespace that holds nothing.
+    assert store.memories.models(Filters(namespaces=["one"])) == [E5]
+    assert store.memories.models(Filters(namespaces=["nowhere", "two"], statuses=["archived"])) == []
+    assert store.memories.models(Filters(namespaces=None)) == [E5]

@@ -68,6 +68,21 @@ def test_identifiers_are_the_ones_the_unguarded_pattern_finds(value: str) -> Non
     assert [m.span() for m in text._ident().finditer(value)] == [m.span() for m in UNGUARDED_IDENT.finditer(value)]
 
 
+def _two_pass_terms(chunk: str) -> list[str]:
+    """The terms of a chunk as the identifiers' terms, then the words of the chunk with each identifier a space."""
+    out: list[str] = []
+    for ident in text._ident().finditer(chunk):
+        out.append(re.sub(r"[_\-./:]+", "_", ident.group()).lower())
+        out.extend(p.lower() for p in text._identifier_parts(ident.group()))
+    out.extend(w.lower() for w in text._WORD.findall(text._ident().sub(" ", chunk)))
+    return out
+
+
+@given(st.one_of(st.text(alphabet="aAbBzZ019_-./: '’İé中", max_size=60), st.text(max_size=60)))
+def test_the_words_between_identifiers_are_read_in_one_pass(value: str) -> None:
+    assert text._latin_terms(value) == _two_pass_terms(value)
+
+
 def test_identifiers_inside_a_run_of_letters_and_digits_are_still_found() -> None:
     # "BcD" starts after the A of "ABcD" and "abC" after the 1 of "1abC": the guards skip only
     # restarts that cannot match, never these. Identifiers come first, then the other words.

@@ -381,3 +381,167 @@ def test_batch_writes_merge_and_supersede_exactly_as_one_knn_per_item(tmp_path: 
     assert [o[3] or 0.0 for o in outcomes[0]] == pytest.approx([o[3] or 0.0 for o in outcomes[1]], abs=2e-4)
     actions = [o[0] for o in outcomes[0]]
     assert "merged" in actions and any(o[2] for o in outcomes[0])  # the data exercises both
+
+
+def test_lookup_reads_the_same_vectors_as_the_table_through_every_change(db_path: Path, tmp_path: Path) -> None:
+    store = _open(db_path, tmp_path / "cache")
+    try:
+        vectors = _fill(store, 300)
+        pks = [*range(1, 301), 999]  # 999 has no vector
+        store.vectors.knn(MODEL, _queries(1)[0], 5)  # the index is built
+
+        def same() -> None:
+            ours = store.vectors.lookup(MODEL, pks)
+            theirs = store.vectors.get(MODEL, pks)
+            assert sorted(ours) == sorted(theirs)
+            for pk, vector in theirs.items():
+                assert ours[pk].dtype == np.float32 and ours[pk].tobytes() == vector.tobytes()
+
+        same()
+        assert store.vectors.lookup(MODEL, [5])[5].tobytes() == vectors[4].tobytes()
+        with store.write():
+            store.vectors.put(MODEL, 7, np.ones(DIM, dtype=np.float32), namespace="beta", status="active",
+                              memory_type="semantic", agent="user")  # fmt: skip
+            store.vectors.delete(MODEL, 11)
+            store.vectors.put(MODEL, 400, np.full(DIM, 2.0, dtype=np.float32), namespace="alpha",
+                              status="active", memory_type="semantic", agent="user")  # fmt: skip
+        pks.append(400)
+        same()
+        got = store.vectors.lookup(MODEL, [7, 11, 400])
+        assert sorted(got) == [7, 400] and float(got[7][0]) == 1.0
+        # What the caller does with a vector it was given does not reach the index.
+        got[7][:] = 0
+        assert float(store.vectors.lookup(MODEL, [7])[7][0]) == 1.0
+        kept = store.vectors.lookup(MODEL, [5])
+        kept[5][:] = 0
+        assert store.vectors.lookup(MODEL, [5])[5].tobytes() == vectors[4].tobytes()
+    finally:
+        store.close()
+
+
+def _same_vectors_as_vec0(store: Store, pks: list[int]) -> None:
+    """matrix_of and current answer what Vectors.get and of_namespace read from the vec0 table, byte for byte."""
+    assert store.vectors.index(MODEL) is not None
+    truth = store.vectors.get(MODEL, pks)
+    found, matrix = store.vectors.matrix_of(MODEL, pks)
+    assert found.tolist() == [pk for pk in pks if pk in truth]
+    assert matrix.dtype == np.float32 and matrix.shape == (len(found), DIM)
+    assert all(np.array_equal(row, truth[pk]) for pk, row in zip(found.tolist(), matrix, strict=True))
+    current = store.vectors.current(MODEL, pks)
+    assert current.keys() == truth.keys()
+    assert all(np.array_equal(current[pk], truth[pk]) for pk in truth)
+    for namespace in [*NAMESPACES, "nowhere"]:
+        theirs = store.vectors.of_namespace(MODEL, namespace, set(pks))
+        found, matrix = store.vectors.matrix_of(MODEL, pks, namespace=namespace)
+        assert found.tolist() == [pk for pk in pks if pk in theirs], namespace
+        assert all(np.array_equal(row, theirs[pk]) for pk, row in zip(found.tolist(), matrix, strict=True))
+
+
+@pytest.mark.parametrize("saved", [True, False], ids=["with-file", "memory-only"])
+def test_vectors_by_pk_from_the_index_are_exactly_the_tables(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, saved: bool
+) -> None:
+    from engram_cli.store import vector_index
+
+    cache = tmp_path / "cache" if saved else None
+    store = _open(db_path, cache)
+    rng = np.random.default_rng(3)
+    # Asked in no particular order, with pks that never existed among them.
+    asked = [int(pk) for pk in rng.permutation(np.arange(1, 400))] + [10_000, 0, -5]
+    try:
+        vectors = _fill(store, 300)
+        _same_vectors_as_vec0(store, asked)
+        if saved:
+            table = store.vectors.table_for(MODEL)
+            assert table is not None and index_file(cache, db_path, table).is_file()  # type: ignore[arg-type]
+        with store.write():
+            _fill(store, 50, seed=5, start=301)  # added
+            store.vectors.put(MODEL, 7, -vectors[6], namespace="beta", status="active", memory_type="semantic",
+                              agent="bot")  # replaced, and moved to another namespace  # fmt: skip
+            store.vectors.set_status(MODEL, 8, "archived")
+            store.vectors.set_type(MODEL, 9, "episodic")
+            store.vectors.delete(MODEL, 10)
+        _same_vectors_as_vec0(store, asked)
+        # A purge: the row goes and the file is rewritten without it.
+        with store.write():
+            store.vectors.delete(MODEL, 11)
+        _same_vectors_as_vec0(store, asked)
+        # A reembed moves rows to another model's table.
+        with store.write():
+            for pk in range(20, 60):
+                store.vectors.delete(MODEL, pk)
+                store.vectors.put("other-model", pk, vectors[pk - 1][::-1].copy(), namespace="alpha",
+                                  status="active", memory_type="semantic", agent="user")  # fmt: skip
+        _same_vectors_as_vec0(store, asked)
+        found, matrix = store.vectors.matrix_of("other-model", asked)
+        assert sorted(found.tolist()) == list(range(20, 60))
+        assert all(np.array_equal(row, vectors[pk - 1][::-1]) for pk, row in zip(found.tolist(), matrix, strict=True))
+        # Changes folded into a new base (as many changes do) read the same.
+        monkeypatch.setattr(vector_index, "OVERLAY_LIMIT", 8)
+        with store.write():
+            for pk in range(100, 130):
+                store.vectors.put(MODEL, pk, vectors[pk], namespace="gamma", status="active", memory_type="semantic",
+                                  agent="user")  # fmt: skip
+        _same_vectors_as_vec0(store, asked)
+        index = store.vectors.index(MODEL)
+        assert index is not None and not index.overlay
+    finally:
+        store.close()
+    if saved:
+        # The next connection reads the file and the changes logged since it was written.
+        writer = _open(db_path, tmp_path / "elsewhere")
+        try:
+            with writer.write():
+                writer.vectors.set_status(MODEL, 200, "archived")
+                writer.vectors.put(MODEL, 201, vectors[0], namespace="alpha", status="active",
+                                   memory_type="semantic", agent="user")  # fmt: skip
+        finally:
+            writer.close()
+        again = _open(db_path, cache)
+        try:
+            index = again.vectors.index(MODEL)
+            assert index is not None
+            index.refresh()
+            assert index.saved and index.overlay
+            _same_vectors_as_vec0(again, asked)
+        finally:
+            again.close()
+
+
+def test_vectors_by_pk_without_the_index_read_the_table(db_path: Path, tmp_path: Path) -> None:
+    store = _open(db_path, tmp_path / "cache", enabled=False)
+    try:
+        vectors = _fill(store, 60)
+        assert store.vectors.index(MODEL) is None
+        found, matrix = store.vectors.matrix_of(MODEL, [5, 999, 3])
+        assert found.tolist() == [5, 3]
+        assert np.array_equal(matrix, vectors[[4, 2]])
+        found, matrix = store.vectors.matrix_of(MODEL, [5, 6, 7], namespace="alpha")  # pk 7: i = 6, alpha
+        assert found.tolist() == [7] and np.array_equal(matrix, vectors[[6]])
+        found, matrix = store.vectors.matrix_of("no-such-model", [1, 2])
+        assert found.tolist() == [] and matrix.shape[0] == 0
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("per_scan", [0, 10**9])  # every lookup by key / every lookup in one IN scan
+def test_changed_rows_read_by_key_or_by_scan_are_the_same(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, per_scan: int
+) -> None:
+    from engram_cli.store import vector_index
+
+    monkeypatch.setattr(vector_index, "POINT_LOOKUPS_PER_SCAN", per_scan)
+    store = _open(db_path, tmp_path / "cache")
+    try:
+        vectors = _fill(store, 50)
+        index = store.vectors.index(MODEL)
+        assert index is not None
+        rows = index.rows_of([3, 7, 999, 3])  # 999 has no row; a pk asked twice is read once
+        assert sorted(rows) == [3, 7]
+        assert rows[7][0].tobytes() == vectors[6].tobytes() and rows[7][1:] == index.rows_of([7])[7][1:]
+        with store.write():
+            store.vectors.delete(MODEL, 7)
+        hits = store.vectors.knn(MODEL, vectors[6], 3)  # the index catches up through rows_of
+        assert 7 not in [pk for pk, _ in hits]
+    finally:
+        store.close()

@@ -131,12 +131,17 @@ class Engram:
         config: configmod.Config | None = None,
         paths: configmod.Paths | None = None,
         cwd: str | os.PathLike[str] | None = None,
+        build_index: bool = True,
     ) -> Engram:
         """Open the database at ``path`` (default: ENGRAM_DB, ENGRAM_HOME or the user data dir).
 
         ``cwd`` (default: the current directory) decides the :attr:`scope`: inside a git repository,
         that project and the global scope; outside one, the global scope only. A configured
         ``namespace`` (config.toml, ENGRAM_NAMESPACE) names the project instead.
+
+        ``build_index`` False: searches use the vector index only if its file is already there and usable,
+        and sqlite-vec's own (exact, slower) search otherwise, instead of first reading every vector to
+        build it (minutes at a million memories); see :meth:`build_vector_index`.
         """
         from engram_cli.store import connect
 
@@ -148,7 +153,7 @@ class Engram:
         settings = cfg.settings.store
         index = IndexOptions(
             cache_dir=paths.cache_dir / "vectors", approx_min_rows=settings.vector_approx_rows,
-            rerank=settings.vector_rerank, enabled=settings.vector_index,
+            rerank=settings.vector_rerank, enabled=settings.vector_index, build=build_index,
         )  # fmt: skip
         store = connect(
             paths.db, create_dirs=paths.db_is_default, busy_timeout_ms=settings.busy_timeout_ms, index=index
@@ -182,6 +187,12 @@ class Engram:
             fallback_model=cfg.settings.model,
             progress=progress,
         )
+
+    def build_vector_index(self) -> None:
+        """Bring the vector index file of every model in use up to date now, building it if it is missing."""
+        vectors = self.store.vectors
+        for model_id, _ in vectors.in_use():
+            vectors.warm(model_id)
 
     def scoped(self, scope: Scope) -> Engram:
         """This store seen from another :attr:`scope` (a hook speaks for the assistant's project, not its cwd).

@@ -17,6 +17,8 @@ class AppContext:
     verbose: int = 0
     hook: str | None = None  # the hook that started this process (`--hook NAME`), if any
     shown: bool = False  # the command's result is printed (a later failure adds no JSON document)
+    # False: the store searches without building a missing vector index (see Engram.open); set before engram().
+    build_index: bool = True
     _paths: configmod.Paths | None = field(default=None, repr=False)
     _config: configmod.Config | None = field(default=None, repr=False)
     _engram: Engram | None = field(default=None, repr=False)
@@ -42,7 +44,7 @@ class AppContext:
         if self._engram is None:
             from engram_cli.api import Engram
 
-            self._engram = Engram.open(config=self.config, paths=self.paths)
+            self._engram = Engram.open(config=self.config, paths=self.paths, build_index=self.build_index)
         return self._engram
 
     def record_hook_failure(self, code: int, message: str) -> None:

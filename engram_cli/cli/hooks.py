@@ -174,6 +174,9 @@ def prompt(
     hooks.prompt_time_limit_s; never fails the prompt: a problem is one line on stderr.
     """
     state = app_context(ctx)
+    # Building a missing vector index takes minutes at a million memories, far past the time limit: the
+    # prompt searches with sqlite-vec instead, and the warm service builds the index in the background.
+    state.build_index = False
     result = hooks.prompt_context(name, state.paths, state.engram, read_stdin(), directory=directory)
     show(ctx, result)
     if result.problem is not None and state.hook:
@@ -206,13 +209,24 @@ def serve(
     def idle_seconds() -> float:
         return configmod.load(state.paths).settings.hooks.warm_idle_s
 
+    # The prompts' own setting: the warm-up must not build the vector index before the service listens.
+    state.build_index = False
+
     def warm_up() -> None:
         # Loads the model and the store's pages as the first prompt would; reading only, no access counted.
         state.engram().recall("warm up", k=1, bump=False, evidence=False)
 
+    def build_index() -> None:
+        # In the service's background thread, so on a connection of its own (apsw connections are not
+        # shared between threads). Prompts answered meanwhile search with sqlite-vec; those after it, the file.
+        from engram_cli.api import Engram
+
+        with Engram.open(config=state.config, paths=state.paths) as mem:
+            mem.build_vector_index()
+
     stopped = server.serve(
         path, str(state.paths.db), lambda request: server.run_command(root, request), idle_seconds,
-        lock_fd=lock_fd, warm_up=warm_up,
+        lock_fd=lock_fd, warm_up=warm_up, background=build_index,
     )  # fmt: skip
     logging.getLogger(__name__).info("warm service stopped: %s", stopped)
 

@@ -37,6 +37,7 @@ def _ident() -> re.Pattern[str]:
 
 
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_JOINERS = re.compile(r"[_\-./:]+")
 _SPACE = re.compile(r"\s+")
 
 
@@ -117,7 +118,7 @@ def _cjk_terms(run: str) -> list[str]:
 
 def _identifier_parts(token: str) -> list[str]:
     parts: list[str] = []
-    for piece in re.split(r"[_\-./:]+", token):
+    for piece in _JOINERS.split(token):
         if not piece:
             continue
         sub = _CAMEL.findall(piece)
@@ -144,13 +145,18 @@ def analyze(text: str) -> list[str]:
 
 def _latin_terms(chunk: str) -> list[str]:
     out: list[str] = []
+    # The text between identifiers, read for words as if each identifier were a space.
+    rest: list[str] = []
+    pos = 0
     for ident in _ident().finditer(chunk):
         token = ident.group()
         # The whole identifier (joined) and its words both become terms.
-        out.append(re.sub(r"[_\-./:]+", "_", token).lower())
-        out.extend(p.lower() for p in _identifier_parts(token))
-    rest = _ident().sub(" ", chunk)
-    out.extend(w.lower() for w in _WORD.findall(rest))
+        out.append(_JOINERS.sub("_", token).lower())
+        out.extend(map(str.lower, _identifier_parts(token)))
+        rest.append(chunk[pos : ident.start()])
+        pos = ident.end()
+    rest.append(chunk[pos:])
+    out.extend(map(str.lower, _WORD.findall(" ".join(rest))))
     return out
 
 

@@ -23,10 +23,14 @@ the same time are never overwritten: a row they changed is simply left for the
 next run. The plan is a fixed point: a second run right after the first finds
 nothing to do.
 
-Similar pairs come from :mod:`engram_cli.memory.neighbours` (tiled products, only pairs above
-the threshold leave numpy). A dry run embeds nothing: a new memory's vector, needed to find its
-twin among the kept facts (step 3) and the leftover episodes it takes in (step 4), is estimated
-as the normalised mean of its episodes' vectors, so those joins are an estimate in a dry run.
+Similar pairs come from :mod:`engram_cli.memory.neighbours`: every pair of a group up to
+``neighbours.EXACT_ROWS`` rows (tiled products, only pairs above the threshold leave numpy), and
+above that the pairs a cell search finds, near-linear in the rows; such a search misses a few
+pairs, which a later run may still find, so on large groups the fixed point is approximate.
+
+A dry run embeds nothing: a new memory's vector, needed to find its twin among the kept facts
+(step 3) and the leftover episodes it takes in (step 4), is estimated as the normalised mean of
+its episodes' vectors, so those joins are an estimate in a dry run.
 """
 
 from __future__ import annotations
@@ -61,6 +65,8 @@ Progress = Callable[[int, int], None]
 
 # Summary vectors compared with the kept facts at once: 256 x 100k float32 is 100 MB.
 BLOCK = 256
+# Near duplicates one row may fold, at most, when the pairs come from the cell search (large groups).
+DUPLICATES_PER_ROW = 32
 SUMMARY_SENTENCES = 4
 SUMMARY_CHARS = 480
 # Decay differences below this are not worth a write during compact.
@@ -123,7 +129,7 @@ class Settings:
 # -- the plan ------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class Row:
     """What planning needs of one active memory."""
 
@@ -319,28 +325,23 @@ def run_summarizer(command: str, cluster: Cluster, timeout: float) -> str:
 
 def _load_rows(store: Store, namespaces: Sequence[str] | None) -> dict[tuple[str, str, str], list[Row]]:
     groups: dict[tuple[str, str, str], list[Row]] = {}
-    scanned = store.memories.scan(
-        Filters(namespaces=None if namespaces is None else list(namespaces)),
-        with_vectors=True, order="created", marked_by=META_KEY,
-    )  # fmt: skip
-    for r in scanned:
-        if r.key is not None:
-            continue  # a keyed fact changes only through its key (`engram set`, `unset`), never by compaction
-        row = Row(
-            pk=r.pk, id=r.id, type=r.type, content=r.content, created_at=r.created_at,
-            importance=r.importance, decay_score=r.decay_score, version=r.version, consolidated=r.marked,
-        )  # fmt: skip
-        groups.setdefault((r.namespace, r.agent, str(r.model)), []).append(row)
+    # Keyed facts are left out: one changes only through its key (`engram set`, `unset`), never by compaction.
+    planned = store.memories.planning_rows(
+        Filters(namespaces=None if namespaces is None else list(namespaces)), marked_by=META_KEY
+    )
+    for ns, agent, model, pk, mid, mtype, content, created, importance, decay, version, marked in planned:
+        row = Row(pk, mid, mtype, content, created, importance, decay, version, bool(marked))
+        groups.setdefault((ns, agent, str(model)), []).append(row)
     return groups
 
 
 def _matrix(store: Store, model: str, namespace: str, rows: list[Row]) -> tuple[list[Row], np.ndarray]:
     """The rows that have a vector, and their vectors as one matrix (row order kept)."""
-    found = store.vectors.of_namespace(model, namespace, {r.pk for r in rows})
-    kept = [r for r in rows if r.pk in found]
-    if not kept:
+    found, matrix = store.vectors.matrix_of(model, [r.pk for r in rows], namespace=namespace)
+    if not len(found):
         return [], np.zeros((0, 0), dtype=np.float32)
-    return kept, np.stack([found[r.pk] for r in kept]).astype(np.float32, copy=False)
+    have = set(found.tolist())
+    return [r for r in rows if r.pk in have], matrix
 
 
 @dataclass
@@ -392,7 +393,9 @@ def _leader_clusters(group: _Group, eligible: np.ndarray, settings: Settings, th
     scripts = group.scripts[episodes]
     # The pairs above the lowest threshold, then each held to the threshold of its two scripts
     # (the matrix is symmetric, so it does not matter which side leads).
-    pairs = neighbours.pairs_above(group.matrix[episodes], float(thresholds.min()))
+    # Above neighbours.EXACT_ROWS the pairs come from a cell search, each episode keeping its closest:
+    # twice a cluster's room, so a leader still fills its cluster when some are taken.
+    pairs = neighbours.near_pairs(group.matrix[episodes], float(thresholds.min()), per_row=2 * settings.max_cluster)
     pairs = pairs.take(pairs.score >= thresholds[scripts[pairs.left], scripts[pairs.right]])
     near = neighbours.Neighbours.of(len(episodes), pairs)
     times = None
@@ -430,7 +433,8 @@ def _fold_duplicates(group: _Group, threshold: float) -> list[Fold]:
     free = np.flatnonzero(~group.taken)
     if len(free) < 2:
         return folds
-    near = neighbours.Neighbours.of(len(free), neighbours.pairs_above(group.matrix[free], threshold))
+    pairs = neighbours.near_pairs(group.matrix[free], threshold, per_row=DUPLICATES_PER_ROW)
+    near = neighbours.Neighbours.of(len(free), pairs)
     rows = [group.rows[i] for i in free]
     order = sorted(range(len(free)), key=lambda k: (-rows[k].importance, rows[k].created_at, rows[k].pk))
     done = group.taken.copy()
@@ -616,7 +620,12 @@ def _cap(store: Store, settings: Settings, namespaces: Sequence[str] | None, rep
     gone = {r.pk for c in report.clusters for r in c.members} | {f.loser.pk for f in report.folds}
     gone |= {int(pk) for pk in _archived_by_decay(store, report)}
     over: list[Row] = []
-    groups = _load_rows(store, namespaces)
+    # Only a namespace holding more than the cap can be over it once the gone rows are taken out.
+    counts = store.memories.planning_counts(Filters(namespaces=None if namespaces is None else list(namespaces)))
+    crowded = sorted(ns for ns, n in counts.items() if n > settings.max_active)
+    if not crowded:
+        return over
+    groups = _load_rows(store, crowded)
     per_ns: dict[str, list[Row]] = {}
     for (namespace, _, _), rows in groups.items():
         per_ns.setdefault(namespace, []).extend(r for r in rows if r.pk not in gone)

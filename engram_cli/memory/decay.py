@@ -10,8 +10,9 @@ by a recall hit (with --include-archived) or by `engram touch`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from engram_cli.errors import InvalidInput
@@ -124,14 +125,89 @@ def run(
     for start in range(0, len(pks), BATCH):
         # A dry run only reads, so it also works on a read-only database.
         with store.read() if dry_run else store.write():
-            for memory in store.memories.load_many(pks[start : start + BATCH]).values():
+            rows = [r for r in store.memories.decay_inputs(pks[start : start + BATCH]) if r[1] == "active"]
+            report.scanned += len(rows)
+            moving = _may_change(rows, half_lives, moment, min_change)
+            if not moving:
+                continue
+            if dry_run:
+                # Nothing is written: the row's own columns decide, and only the changed rows' texts are read.
+                wanted = set(moving)
+                judged = [
+                    (r, v) for r in rows if r[0] in wanted and (v := _judge(*r[2:], half_lives, moment, min_change))
+                ]
+                texts = store.memories.texts([r[0] for r, _ in judged])
+                for r, (score, gone, _) in judged:
+                    report.changes.append(Change(*texts[r[0]], r[4], score, gone))
+                continue
+            # Only the rows whose score may move are read whole and decided one by one, exactly as before.
+            for memory in store.memories.load_many(moving).values():
                 if memory.status != "active":
                     continue
-                report.scanned += 1
                 change = _decay_one(store, memory, half_lives, moment, stamp, dry_run, min_change)
                 if change is not None:
                     report.changes.append(change)
     return report
+
+
+# How far the vectorised scores may be from the exact ones and still decide nothing: they differ
+# by a few units in the last place (numpy's power may round differently from the C library's).
+_MARGIN = 1e-12
+
+
+def _may_change(
+    rows: Sequence[tuple[int, str, str, float, float, str]],
+    half_lives: dict[str, float],
+    moment: datetime,
+    min_change: float,
+) -> list[int]:
+    """The pks of ``rows`` (pk, status, type, importance, decay_score, decay start) whose decay may move.
+
+    The decay formula over all rows at once; a row is left out only when its new score is, beyond
+    rounding, too close to the stored one to change and it would not be archived. Rows numpy cannot
+    judge (a timestamp in another form, a type without a usable half-life) are kept, so
+    :func:`_decay_one` decides (or fails) for them as it always did.
+    """
+    import numpy as np
+
+    if not rows:
+        return []
+    pk, _, types, importance, stored, start = zip(*rows, strict=True)
+    unsure = np.array([t not in half_lives or not float(half_lives[t]) > 0 for t in types], dtype=bool)
+    unsure |= np.array([len(s) != 27 or s[-1] != "Z" for s in start], dtype=bool)
+    try:
+        begun = np.array([s[:-1] if len(s) == 27 else "NaT" for s in start], dtype="datetime64[us]")
+    except ValueError:
+        return list(pk)
+    unsure |= np.isnat(begun)
+    now64 = np.datetime64(moment.astimezone(UTC).replace(tzinfo=None), "us")
+    elapsed = np.where(unsure, 0, (now64 - np.where(unsure, now64, begun)).astype(np.int64))
+    days = elapsed.astype(np.float64) / 1e6 / 86400
+    life = np.array([float(half_lives[t]) if not bad else 1.0 for t, bad in zip(types, unsure.tolist(), strict=True)])
+    imp = np.asarray(importance, dtype=np.float64)
+    raw = np.power(0.5, np.maximum(days, 0.0) / life)
+    score = np.maximum(np.where(imp >= HIGH_IMPORTANCE, HIGH_FLOOR, LOW_FLOOR), np.minimum(1.0, raw))
+    gone = (imp < HIGH_IMPORTANCE) & (score <= LOW_FLOOR + _MARGIN)
+    moves = np.abs(score - np.asarray(stored, dtype=np.float64)) >= max(1e-9, min_change) - _MARGIN
+    return [p for p, keep in zip(pk, (unsure | gone | moves).tolist(), strict=True) if keep]
+
+
+def _judge(
+    memory_type: str,
+    importance: float,
+    stored: float,
+    start: str,
+    half_lives: dict[str, float],
+    moment: datetime,
+    min_change: float,
+) -> tuple[float, bool, float] | None:
+    """A memory's new score, whether it is archived, and its days since ``start``; None when it stays as it is."""
+    days = (moment - from_iso(start)).total_seconds() / 86400
+    score = decay_score(importance, days, float(half_lives[memory_type]))
+    gone = archives(importance, score)
+    if abs(score - stored) < max(1e-9, min_change) and not gone:
+        return None
+    return score, gone, days
 
 
 def _decay_one(
@@ -143,12 +219,11 @@ def _decay_one(
     dry_run: bool,
     min_change: float = 0.0,
 ) -> Change | None:
-    last = from_iso(memory.decay_start)
-    days = (moment - last).total_seconds() / 86400
-    score = decay_score(memory.importance, days, float(half_lives[memory.type]))
-    gone = archives(memory.importance, score)
-    if abs(score - memory.decay_score) < max(1e-9, min_change) and not gone:
+    judged = _judge(memory.type, memory.importance, memory.decay_score, memory.decay_start, half_lives, moment,
+                    min_change)  # fmt: skip
+    if judged is None:
         return None
+    score, gone, days = judged
     change = Change(memory.id, memory.content, memory.decay_score, score, gone)
     if dry_run:
         return change

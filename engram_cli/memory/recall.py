@@ -329,7 +329,7 @@ def _evidence(
     scripts = {pk: textmod.script_of(memories[pk].content) for pk in present}
     for model_id, model_pks in by_model.items():
         moved = moved_vectors.get(model_id)
-        for pk, vector in store.vectors.get(model_id, model_pks).items():
+        for pk, vector in store.vectors.lookup(model_id, model_pks).items():
             cosines[pk] = float(np.dot(vector, query_vectors[model_id]))
             if moved is not None and scripts[pk] == moved[0]:
                 crosses[pk] = float(np.dot(vector, moved[1]))
@@ -353,14 +353,12 @@ def _keyword_shares(store: Store, terms: list[str], pks: list[int]) -> dict[int,
     if not terms or not pks:
         return {}
     documents = store.keywords.documents()
-    holders = store.keywords.holders(terms)
+    counts = store.keywords.term_counts(terms, pks)
     # BM25's idf: rare terms weigh most; never negative, and a term no memory has still counts (its
     # absence is evidence that the answer is not here).
-    idf = {
-        t: math.log(1 + (documents - len(holders.get(t, ())) + 0.5) / (len(holders.get(t, ())) + 0.5)) for t in terms
-    }
+    idf = {t: math.log(1 + (documents - counts.get(t, (0,))[0] + 0.5) / (counts.get(t, (0,))[0] + 0.5)) for t in terms}
     total = sum(idf.values())
-    return {pk: sum(idf[t] for t, held in holders.items() if pk in held) / total for pk in pks}
+    return {pk: sum(idf[t] for t, (_, held) in counts.items() if pk in held) / total for pk in pks}
 
 
 def _later(a: str | None, b: datetime) -> str:
@@ -389,7 +387,7 @@ def _diversify(store: Store, ranked: list[Hit], k: int, threshold: float) -> lis
             by_model.setdefault(hit.memory.embedding_model, []).append(hit.memory.pk)
     vecs: dict[int, np.ndarray] = {}
     for model_id, pks in by_model.items():
-        vecs.update(store.vectors.get(model_id, pks))
+        vecs.update(store.vectors.lookup(model_id, pks))
     kept: list[Hit] = []
     copies: list[Hit] = []
     for hit in head:

@@ -57,7 +57,7 @@ def plain_note(text: str) -> bool:
     """Write a note into a piped stderr as rich would, without importing rich (see :func:`plain_lines`)."""
     if sys.stderr.isatty() or _rich_styles_a_pipe():
         return False
-    if not all(_plain(line) and len(line) <= PIPE_WIDTH for line in text.split("\n")):
+    if not all(_fits(line) for line in text.split("\n")):
         return False
     sys.stderr.write(text + "\n")
     sys.stderr.flush()
@@ -126,9 +126,10 @@ def _rich_styles_a_pipe() -> bool:
     return sys.stdout.isatty() or sys.platform == "win32" or any(os.environ.get(name) for name in _RICH_ENVIRONMENT)
 
 
-def _plain(text: str) -> bool:
-    """Text rich prints as it is: printable (ASCII, or the dash the renderers use), no emoji code."""
-    return (text.isascii() or text.replace("—", "").isascii()) and text.isprintable() and not _emoji_code(text)
+def _fits(text: str) -> bool:
+    """Text rich prints into a pipe as it is: of known width (:func:`_cell_width`) within the pipe's, no emoji code."""
+    size = _cell_width(text)
+    return size is not None and size <= PIPE_WIDTH and not _emoji_code(text)
 
 
 # The only markup plain_lines() reads: styles a pipe does not show.
@@ -152,7 +153,7 @@ def plain_lines(lines: Sequence[str]) -> bool:
         if "[" in text or "\\" in text:
             return False
         for part in text.split("\n"):
-            if not _plain(part) or len(part) > PIPE_WIDTH:
+            if not _fits(part):
                 return False
         texts.append(text)
     if texts:
@@ -167,22 +168,69 @@ def plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> bool:
     rest of `engram list`. Cells are rich markup, as the rich path takes them.
 
     Only when that is certain: stdout is not a terminal, rich is not told to style pipes, every cell is
-    printable ASCII with no markup (``[``) or emoji code (``:name:``), and the table fits the width.
-    Returns False, having printed nothing, otherwise: the caller then prints it with rich.
+    printable text whose width on screen is known without rich (ASCII, the ellipsis and dash the
+    renderers use, and CJK characters, two columns each) with no markup (``[``) or emoji code
+    (``:name:``), and the table fits the width. Returns False, having printed nothing, otherwise: the
+    caller then prints it with rich.
     """
     if _rich_styles_a_pipe():
         return False
     table = [list(headers), *(list(row) for row in rows)]
+    sizes: list[list[int]] = []
     for row in table:
+        line = []
         for cell in row:
-            if not (cell.isascii() and cell.isprintable()) or "[" in cell or _emoji_code(cell):
+            size = _cell_width(cell)
+            if size is None or "[" in cell or _emoji_code(cell):
                 return False
-    widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
+            line.append(size)
+        sizes.append(line)
+    widths = [max(line[i] for line in sizes) for i in range(len(headers))]
     if 0 in widths or sum(widths) + 2 * (len(widths) - 1) > PIPE_WIDTH:
         return False
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in table]
+    lines = [
+        "  ".join(cell + " " * (width - size) for cell, size, width in zip(row, line, widths, strict=True))
+        for row, line in zip(table, sizes, strict=True)
+    ]
     out("\n".join(lines))
     return True
+
+
+# Characters besides printable ASCII whose width every terminal and rich agree on: one column for the
+# ellipsis and dash the renderers write, two for the CJK ideographs, kana, Hangul syllables and full-width
+# forms (CJK punctuation included) that Chinese, Japanese and Korean memories are written in.
+_NARROW = frozenset("…—")
+_WIDE_RANGES = (
+    (0x3001, 0x303E),  # CJK symbols and punctuation (not the ideographic space)
+    (0x3041, 0x30FF),  # hiragana, katakana
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xAC00, 0xD7A3),  # Hangul syllables
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0xFF01, 0xFF60),  # full-width forms
+)
+
+
+def _wide(char: str) -> bool:
+    """An assigned, spacing, two-column character (not a combining mark or an unassigned code point)."""
+    import unicodedata
+
+    return unicodedata.east_asian_width(char) in ("W", "F") and unicodedata.category(char)[0] not in "MC"
+
+
+def _cell_width(text: str) -> int | None:
+    """Columns ``text`` takes on screen, when that is certain without rich; None otherwise."""
+    if text.isascii():
+        return len(text) if text.isprintable() else None
+    size = 0
+    for char in text:
+        if " " <= char <= "~" or char in _NARROW:
+            size += 1
+        elif any(lo <= ord(char) <= hi for lo, hi in _WIDE_RANGES) and _wide(char):
+            size += 2
+        else:
+            return None
+    return size
 
 
 # How rich finds emoji codes (rich/_emoji_replace.py). A code whose name is a number is left as it is
@@ -212,8 +260,21 @@ def short(memory_id: str) -> str:
 
 
 def clip(text: str, width: int = 80) -> str:
+    """``text`` on one line, cut to ``width`` columns on screen (a CJK character takes two) with an ellipsis."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    if flat.isascii():
+        return flat if len(flat) <= width else flat[: width - 1] + "…"
+    import unicodedata
+
+    columns = 0
+    cut = None
+    for i, char in enumerate(flat):
+        columns += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+        if cut is None and columns > width - 1:
+            cut = i  # the longest start that leaves a column for the ellipsis
+        if columns > width:
+            return flat[:cut] + "…"
+    return flat
 
 
 def shown_text(memory: Memory) -> str:

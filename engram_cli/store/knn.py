@@ -11,12 +11,18 @@ from engram_cli.config.settings import Store as _Defaults
 
 @dataclass(frozen=True)
 class IndexOptions:
-    """Where the index files go (None: memory only) and when the approximate path takes over."""
+    """Where the index files go (None: memory only) and when the approximate path takes over.
+
+    ``build`` False: use an index file only when a usable one is already there (catching up with the
+    change log, without rewriting it); otherwise search with sqlite-vec rather than read every vector to
+    build one. For a process that must answer quickly (the per-prompt hook) while another builds it.
+    """
 
     cache_dir: Path | None = None
     approx_min_rows: int = _Defaults().vector_approx_rows  # 0: never approximate
     rerank: int = _Defaults().vector_rerank
     enabled: bool = _Defaults().vector_index
+    build: bool = True
 
 
 @dataclass(frozen=True)

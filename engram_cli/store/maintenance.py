@@ -115,8 +115,10 @@ class Maintenance:
 
     # -- text columns ----------------------------------------------------------------------
 
-    def memory_text(self, table: str, columns: Sequence[str], namespaces: Sequence[str] | None) -> list[list[Any]]:
-        """[memory id, *columns] of every row of memories, tags or sources whose memory is in ``namespaces``."""
+    def memory_text(
+        self, table: str, columns: Sequence[str], namespaces: Sequence[str] | None
+    ) -> list[tuple[Any, ...]]:
+        """(memory id, *columns) of every row of memories, tags or sources whose memory is in ``namespaces``."""
         if table == "memories":
             clause, params = _namespace_in(namespaces, "x")
             sql = f"SELECT x.id, {_names(columns, 'x')} FROM memories x WHERE {clause}"
@@ -126,25 +128,22 @@ class Maintenance:
             sql = f"SELECT m.id, {_names(columns, 'x')} FROM {joined} WHERE {clause}"
         else:
             raise ValueError(f"{table} is not a table of memories' rows")
-        return [list(r) for r in self.store.rows(sql, params)]
+        return self.store.rows(sql, params)
 
-    def event_text(self, columns: Sequence[str], namespaces: Sequence[str] | None) -> list[list[Any]]:
-        """[memory id, event pk, *columns] of the events of memories in ``namespaces`` (all events, purged
+    def event_text(self, columns: Sequence[str], namespaces: Sequence[str] | None) -> list[tuple[Any, ...]]:
+        """(memory id, event pk, *columns) of the events of memories in ``namespaces`` (all events, purged
         memories' included, when there are no namespaces)."""
         sql = f"SELECT x.memory_id, x.pk, {_names(columns, 'x')} FROM events x"
         params: list[Any] = []
         if namespaces is not None:
             clause, params = _namespace_in(namespaces, "m")
             sql += f" WHERE x.memory_id IN (SELECT m.id FROM memories m WHERE {clause})"
-        return [list(r) for r in self.store.rows(sql, params)]
+        return self.store.rows(sql, params)
 
-    def table_text(self, table: str, columns: Sequence[str], namespaces: Sequence[str] | None) -> list[list[Any]]:
-        """[rowid, *columns] of every row of ``table`` (of ``namespaces`` only when given: it has that column)."""
+    def table_text(self, table: str, columns: Sequence[str], namespaces: Sequence[str] | None) -> list[tuple[Any, ...]]:
+        """(rowid, *columns) of every row of ``table`` (of ``namespaces`` only when given: it has that column)."""
         clause, params = _namespace_in(namespaces, "x")
-        return [
-            list(r)
-            for r in self.store.rows(f'SELECT x.rowid, {_names(columns, "x")} FROM "{table}" x WHERE {clause}', params)
-        ]
+        return self.store.rows(f'SELECT x.rowid, {_names(columns, "x")} FROM "{table}" x WHERE {clause}', params)
 
     def text_rows(
         self, table: str, columns: Sequence[str], *, by: str, keys: Sequence[Any], key: str = "rowid"

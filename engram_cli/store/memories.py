@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from engram_cli.errors import ConflictError, NotFound
@@ -107,6 +108,12 @@ _ROW_COLUMNS = (
     "pk, id, namespace, agent_id, memory_type, status, content, embedding_model, importance, confidence, "
     "decay_score, access_count, last_access_at, created_at, superseded_by, version, learned_at, mkey"
 )
+
+
+# What compact plans with, of one unkeyed memory that has a vector (see Memories.planning_rows): namespace,
+# agent, model, pk, id, type, content, created_at, importance, decay_score, version, marked. A plain tuple,
+# as SQLite returns it: planning reads a hundred thousand of them.
+PlanningRow = tuple[str, str, str, int, str, str, str, str, float, float, int, int]
 
 
 class IndexParts(NamedTuple):
@@ -257,6 +264,33 @@ class Memories:
         if with_sources:
             for pk, sources in self.sources.of_many(list(out)).items():
                 out[pk].sources = sources
+        return out
+
+    def decay_inputs(self, pks: Sequence[int]) -> list[tuple[int, str, str, float, float, str]]:
+        """(pk, status, type, importance, decay_score, decay start) of the memories of ``pks`` that exist.
+
+        What decay needs of every row, without building memories; the decay start is Memory.decay_start:
+        the later of learned_at (created_at where it is empty) and the last access.
+        """
+        out: list[tuple[int, str, str, float, float, str]] = []
+        for chunk in chunks(pks):
+            rows = self.store.rows(
+                "SELECT pk, status, memory_type, importance, decay_score, "
+                "max(coalesce(nullif(learned_at, ''), created_at), coalesce(last_access_at, '')) "
+                f"FROM memories WHERE pk IN ({marks(chunk)})",
+                chunk,
+            )
+            out.extend((int(r[0]), str(r[1]), str(r[2]), float(r[3]), float(r[4]), str(r[5])) for r in rows)
+        return out
+
+    def texts(self, pks: Sequence[int]) -> dict[int, tuple[str, str]]:
+        """(id, content) of the memories of ``pks`` that exist, by pk."""
+        out: dict[int, tuple[str, str]] = {}
+        for chunk in chunks(pks):
+            for pk, memory_id, content in self.store.rows(
+                f"SELECT pk, id, content FROM memories WHERE pk IN ({marks(chunk)})", chunk
+            ):
+                out[int(pk)] = (str(memory_id), str(content))
         return out
 
     def not_on_model(self, model_id: str, limit: int) -> list[Memory]:
@@ -508,14 +542,16 @@ class Memories:
 
     def passing(self, pks: Sequence[int], filters: Filters) -> set[int]:
         """Which of ``pks`` pass ``filters``."""
+        if not pks:
+            return set()
         clause, params = where(filters)
-        out: set[int] = set()
-        for chunk in chunks(pks):
-            rows = self.store.rows(
-                f"SELECT m.pk FROM memories m WHERE m.pk IN ({marks(chunk)}) AND {clause}", [*chunk, *params]
-            )
-            out.update(int(r[0]) for r in rows)
-        return out
+        # CROSS JOIN keeps SQLite on the given pks: left to itself it walks the scope index of the whole
+        # namespace (tens of thousands of rows) to check a few hundred.
+        rows = self.store.rows(
+            f"SELECT m.pk FROM json_each(?) j CROSS JOIN memories m ON m.pk = j.value WHERE {clause}",
+            [json.dumps([int(pk) for pk in pks]), *params],
+        )
+        return {int(r[0]) for r in rows}
 
     def count(self, filters: Filters | None = None) -> int:
         """How many memories pass ``filters``; all of them when there are none."""
@@ -555,12 +591,44 @@ class Memories:
         """The models that have vectors of at least one memory passing ``filters``."""
         # Asks the (tiny) model registry which models have a row in scope, rather than scanning every row.
         clause, params = where(filters)
+        # With namespaces named, their rows are found through the scope index; the model index would walk every
+        # row of the model (all of them, usually) to learn that a small or empty namespace has none.
+        model = "+m.embedding_model" if filters.namespaces is not None else "m.embedding_model"
         rows = self.store.rows(
             "SELECT e.model_id FROM embedding_models e WHERE EXISTS "
-            f"(SELECT 1 FROM memories m WHERE m.embedding_model = e.model_id AND {clause})",
+            f"(SELECT 1 FROM memories m WHERE {model} = e.model_id AND {clause})",
             params,
         )
         return [str(r[0]) for r in rows]
+
+    def planning_rows(self, filters: Filters, *, marked_by: str) -> list[PlanningRow]:
+        """The unkeyed memories that pass ``filters`` and have a vector, by creation then pk, as PlanningRows.
+
+        Only the columns compact plans with, and no metadata decoded: ``marked`` (1 or 0) reports whether
+        the metadata key ``marked_by`` is there.
+        """
+        clause, params = where(filters)
+        sql = (
+            "SELECT m.namespace, m.agent_id, m.embedding_model, m.pk, m.id, m.memory_type, m.content, m.created_at, "
+            "CAST(m.importance AS REAL), CAST(m.decay_score AS REAL), m.version, "
+            f"json_extract(m.metadata, ?) IS NOT NULL FROM memories m WHERE {clause} "
+            "AND m.embedding_model IS NOT NULL AND m.mkey IS NULL"
+        )
+        rows = self.store.rows(sql, ["$." + json.dumps(marked_by), *params])
+        # Sorted here rather than by ORDER BY: walking the created_at index reads the table in random
+        # order, twice as slow as a scan and a sort. Text order is SQLite's BINARY order.
+        rows.sort(key=itemgetter(7, 3))
+        return rows
+
+    def planning_counts(self, filters: Filters) -> dict[str, int]:
+        """How many rows planning_rows() would return, by namespace."""
+        clause, params = where(filters)
+        rows = self.store.rows(
+            f"SELECT m.namespace, count(*) FROM memories m WHERE {clause} "
+            "AND m.embedding_model IS NOT NULL AND m.mkey IS NULL GROUP BY m.namespace",
+            params,
+        )
+        return {str(ns): int(n) for ns, n in rows}
 
     def scan(
         self,

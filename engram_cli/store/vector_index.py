@@ -55,6 +55,8 @@ LOG_KEEP = 100_000
 LOG_TRIM_EVERY = 4096
 # Changed rows kept beside the base before they are folded into it (in memory, or into the file).
 OVERLAY_LIMIT = 4096
+# A row looked up by its key costs about what reading this many rows in a scan of the table costs.
+POINT_LOOKUPS_PER_SCAN = 100
 # Changed rows that make a reader rewrite the file (at least; or a thousandth of the rows).
 PERSIST_DELTA = 256
 # Candidates per wanted neighbour that the approximate path scores exactly (at least ``rerank``).
@@ -65,6 +67,10 @@ _SECTIONS = ("pks", "norms", "ns", "status", "mtype", "agent", "order", "ns_star
 
 
 Row = tuple[np.ndarray, str, str, str, str]  # vector, namespace, status, type, agent
+
+
+class Unbuilt(Exception):
+    """No usable index file, and this process may not build one (``IndexOptions.build`` is False)."""
 
 
 def index_file(cache_dir: Path, db_path: Path, table: str) -> Path:
@@ -307,10 +313,21 @@ class VectorIndex:
             if self.base is None:
                 self._open()
             self._catch_up()
-        if len(self.overlay) + len(self.gone) > OVERLAY_LIMIT:
+        # A process that may not build the index does not rewrite it either: folding and writing a large
+        # base costs seconds. The changes stay beside the base in memory.
+        if self.options.build and len(self.overlay) + len(self.gone) > OVERLAY_LIMIT:
             self._fold()
         if self._should_save():
             self._save()
+
+    def usable(self) -> bool:
+        """Whether the index can answer now: always when it may build itself, else when its file could be used."""
+        try:
+            self.refresh()
+        except Unbuilt:
+            self.reset()
+            return False
+        return True
 
     def reset(self) -> None:
         """Forget everything read (after a rollback, or when the log no longer continues it)."""
@@ -351,7 +368,9 @@ class VectorIndex:
                     self.base, self.saved, self.seq, self.token = base, True, seq, token
                     self.base_seq = seq
                     return
-                log.info("vector index file %s does not match the database; rebuilding it", self.file)
+                log.info("vector index file %s does not match the database", self.file)
+        if not self.options.build:
+            raise Unbuilt(f"no usable vector index file for {self.table}")
         self.seq, self.token = self._head()
         self.base_seq = self.seq
         self.base = self._read_all()
@@ -403,15 +422,25 @@ class VectorIndex:
         self._ov = None
 
     def rows_of(self, pks: Sequence[int]) -> dict[int, Row]:
-        out: dict[int, Row] = {}
-        for chunk in chunks(pks):
-            for pk, blob, ns, status, mtype, agent in self.store.rows(
-                f"SELECT memory_pk, embedding, namespace, status, memory_type, agent_id FROM {self.table} "
-                f"WHERE memory_pk IN ({marks(chunk)})",
-                chunk,
-            ):
-                out[int(pk)] = (np.frombuffer(blob, dtype=np.float32), str(ns), str(status), str(mtype), str(agent))
-        return out
+        """The table's rows of ``pks`` that exist now.
+
+        sqlite-vec answers ``memory_pk IN (...)`` by reading its whole table, and one ``memory_pk = ?``
+        by its primary key: a few changed rows of a large table are looked up one by one.
+        """
+        columns = f"SELECT memory_pk, embedding, namespace, status, memory_type, agent_id FROM {self.table}"
+        size = self.base.n if self.base is not None else 0
+        if len(pks) * POINT_LOOKUPS_PER_SCAN <= size:
+            found = [row for pk in pks for row in self.store.rows(f"{columns} WHERE memory_pk = ?", (pk,))]
+        else:
+            found = [
+                row
+                for chunk in chunks(pks)
+                for row in self.store.rows(f"{columns} WHERE memory_pk IN ({marks(chunk)})", chunk)
+            ]
+        return {
+            int(pk): (np.frombuffer(blob, dtype=np.float32), str(ns), str(status), str(mtype), str(agent))
+            for pk, blob, ns, status, mtype, agent in found
+        }
 
     def _fold(self) -> None:
         """Make base + overlay the new base (in memory; the file is rewritten when it may be)."""
@@ -427,7 +456,7 @@ class VectorIndex:
         self._ov = None
 
     def _should_save(self) -> bool:
-        if not self._writable or self.base is None:
+        if not self._writable or self.base is None or not self.options.build:
             return False
         # Never while this connection holds uncommitted writes: a rollback would leave the file wrong.
         if self.store.conn.txn_state() == apsw.SQLITE_TXN_WRITE:
@@ -585,6 +614,54 @@ class VectorIndex:
             scores = (base.a["matrix"][rows] @ q[j]) / base.a["norms"][rows]
             best = _top(scores, k)
             found[j].append((base.a["pks"][rows[best]], scores[best]))
+
+    # -- reading vectors ---------------------------------------------------------------------
+
+    def vectors_of(self, pks: Sequence[int], namespace: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The current vectors of ``pks`` (only rows of ``namespace`` when given), as the vec0 table holds them.
+
+        Returns the pks found, in the order asked, and their vectors as one float32 matrix. A row changed
+        since the base comes from the overlay; a row gone is left out. Maintenance reads every vector of a
+        namespace this way, from the mapped matrix instead of row by row through vec0.
+        """
+        self.refresh()
+        base = self.base
+        assert base is not None
+        wanted = np.asarray(pks, dtype=np.int64).reshape(-1)
+        rows = np.full(len(wanted), -1, dtype=np.int64)
+        if base.n and len(wanted):
+            order = base.a["order"]
+            sorted_pks = base.a["pks"][order]
+            at = np.minimum(np.searchsorted(sorted_pks, wanted), base.n - 1)
+            hit = sorted_pks[at] == wanted
+            rows[hit] = order[at[hit]]
+            if self.dead is not None:
+                rows[hit & self.dead[np.maximum(rows, 0)]] = -1
+            if namespace is not None:
+                code = base.codes["ns"].get(namespace)
+                if code is None:
+                    rows[:] = -1
+                else:
+                    rows[(rows >= 0) & (base.a["ns"][np.maximum(rows, 0)] != code)] = -1
+        from_overlay: dict[int, np.ndarray] = {}
+        if self.overlay and len(wanted):
+            for i in np.flatnonzero(np.isin(wanted, np.fromiter(self.overlay, dtype=np.int64))).tolist():
+                row = self.overlay[int(wanted[i])]
+                if namespace is None or row[1] == namespace:
+                    from_overlay[i] = row[0]
+        keep = rows >= 0
+        if from_overlay:
+            keep[list(from_overlay)] = True
+        positions = np.flatnonzero(keep)
+        matrix = np.empty((len(positions), self.dim), dtype=np.float32)
+        in_base = rows[positions] >= 0
+        if in_base.any():
+            matrix[in_base] = base.a["matrix"][rows[positions[in_base]]]
+        if from_overlay:
+            at = np.searchsorted(positions, np.fromiter(from_overlay, dtype=np.int64))
+            for out, vector in zip(at.tolist(), from_overlay.values(), strict=True):
+                matrix[out] = vector
+        return wanted[positions], matrix
 
     # -- batches ---------------------------------------------------------------------------
 

@@ -75,7 +75,8 @@ class Vectors:
             index.reset()
 
     def index(self, model_id: str) -> VectorIndex | None:
-        """The vector index of a model's table; None when the index is turned off or the model has no table."""
+        """The vector index of a model's table; None when the index is turned off, the model has no table, or
+        no usable index file is there and this process may not build one (``IndexOptions.build``)."""
         known = self._known(model_id)
         if known is None or (self.options is not None and not self.options.enabled):
             return None
@@ -85,7 +86,11 @@ class Vectors:
 
             options = self.options or IndexOptions()
             self._indexes[model_id] = VectorIndex(self.store, model_id, known[0], known[1], options)
-        return self._indexes[model_id]
+        index = self._indexes[model_id]
+        # Looked for again on every call: a file another process builds meanwhile is used from then on.
+        if self.options is not None and not self.options.build and not index.usable():
+            return None
+        return index
 
     def warm(self, model_id: str) -> None:
         """Bring a model's index up to date now, outside any write transaction: only there can it write its
@@ -204,6 +209,39 @@ class Vectors:
                 out[int(pk)] = _vector(blob)
         return out
 
+    def lookup(self, model_id: str, pks: Sequence[int]) -> dict[int, np.ndarray]:
+        """:meth:`get` read from the model's vector index when there is one: the same vectors, without asking
+        sqlite-vec, which answers ``memory_pk IN (...)`` by scanning its whole table (ascending pk order)."""
+        if self.index(model_id) is None:
+            return self.get(model_id, pks)
+        return dict(sorted(self.current(model_id, pks).items()))
+
+    def matrix_of(
+        self, model_id: str, pks: Sequence[int], *, namespace: str | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The vectors of ``pks`` that ``model_id``'s table holds (only those of ``namespace`` when given):
+        the pks found, in the order asked, and their vectors as one float32 matrix.
+
+        Read from the vector index when it is on (a mapped matrix: no row-by-row vec0 read), else from
+        the table; either way exactly the bytes the table holds.
+        """
+        import numpy as np
+
+        index = self.index(model_id)
+        if index is not None:
+            return index.vectors_of(pks, namespace)
+        found = self.get(model_id, pks) if namespace is None else self.of_namespace(model_id, namespace, set(pks))
+        kept = [pk for pk in pks if pk in found]
+        known = self._known(model_id)
+        dim = 0 if known is None else known[1]
+        matrix = np.stack([found[pk] for pk in kept]) if kept else np.zeros((0, dim), dtype=np.float32)
+        return np.asarray(kept, dtype=np.int64), matrix.astype(np.float32, copy=False)
+
+    def current(self, model_id: str, pks: Sequence[int]) -> dict[int, np.ndarray]:
+        """:meth:`get`, answered by the vector index when it is on (see :meth:`matrix_of`)."""
+        found, matrix = self.matrix_of(model_id, pks)
+        return dict(zip(found.tolist(), matrix, strict=True))
+
     def of_namespace(self, model_id: str, namespace: str, pks: set[int] | None = None) -> dict[int, np.ndarray]:
         """Every vector of one namespace (one partition scan), optionally only those of ``pks``."""
         table = self.table_for(model_id)
@@ -283,9 +321,15 @@ class Vectors:
         import numpy as np
 
         from engram_cli.store.knn import Filter
+        from engram_cli.store.vector_index import Unbuilt
 
         spec = Filter(namespaces or None, statuses or None, types or None, agent)
-        return index.search(np.asarray(queries, dtype=np.float32), min(max(k, 1), MAX_KNN), spec)
+        try:
+            return index.search(np.asarray(queries, dtype=np.float32), min(max(k, 1), MAX_KNN), spec)
+        except Unbuilt:  # the file went stale since index() looked, and this process may not rebuild it
+            index.reset()
+            return [self.knn_vec0(model_id, q, k, namespaces=namespaces, statuses=statuses, types=types,
+                                  agent=agent) for q in queries]  # fmt: skip
 
     def prefetch(
         self, model_id: str, queries: np.ndarray, k: int, *, namespace: str, status: str, agent: str, spare: int
@@ -296,9 +340,13 @@ class Vectors:
         if index is None:
             return None
         from engram_cli.store.knn import Filter
-        from engram_cli.store.vector_index import Prefetched
+        from engram_cli.store.vector_index import Prefetched, Unbuilt
 
-        return Prefetched(index, queries, k, Filter([namespace], [status], None, agent), spare)
+        try:
+            return Prefetched(index, queries, k, Filter([namespace], [status], None, agent), spare)
+        except Unbuilt:
+            index.reset()
+            return None
 
     def knn_vec0(
         self,
@@ -329,12 +377,13 @@ class Vectors:
         rows = self.store.rows(f"SELECT memory_pk, distance FROM {table} WHERE {' AND '.join(clauses)}", params)
         hits = [(int(pk), 1.0 - float(dist)) for pk, dist in rows]
         hits.sort(key=lambda h: -h[1])
-        return hits
+        # With several namespaces vec0 answers k per namespace (partition): the k best of them all, as the index.
+        return hits[: min(max(k, 1), MAX_KNN)]
 
     def similarities(self, model_id: str, query: np.ndarray, pks: Sequence[int]) -> list[tuple[int, float]]:
         """Exact cosine for a given set of rows (used when filters are too narrow for KNN), best first."""
         import numpy as np
 
         q = np.asarray(query, dtype=np.float32)
-        found = self.get(model_id, pks)
+        found = self.lookup(model_id, pks)
         return sorted(((pk, float(np.dot(v, q))) for pk, v in found.items()), key=lambda h: -h[1])

@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 # How often an idle service looks at its clock, its database file and engram's version.
 POLL_S = 1.0
+# How much lower than the requests' the background job's CPU priority is (a nice increment).
+BACKGROUND_NICE = 10
 # A connected hook sends its whole request at once; one that does not is dropped.
 REQUEST_TIMEOUT_S = 5.0
 
@@ -168,11 +170,14 @@ def serve(
     *,
     lock_fd: int | None = None,
     warm_up: Callable[[], None] | None = None,
+    background: Callable[[], None] | None = None,
 ) -> str:
     """Answer requests on the socket at ``path`` until a reason to stop; returns the reason.
 
     ``db`` is the database file it serves (its deletion or replacement stops the service);
-    ``answer`` turns a request into a reply; ``warm_up`` loads what the first request would.
+    ``answer`` turns a request into a reply; ``warm_up`` loads what the first request would, before
+    listening; ``background`` runs in a thread of its own while the service listens (once; a failure
+    is logged and the service goes on).
     """
     if not locate.private_dir(os.path.dirname(path), create=True):
         return f"{os.path.dirname(path)} is not a private directory"
@@ -194,6 +199,9 @@ def serve(
         if warm_up is not None:
             log.info("warming up")
             warm_up()
+        if background is not None:
+            # A daemon: a service that stops does not wait for it (what it writes is renamed into place whole).
+            threading.Thread(target=_in_background, args=(background,), name="engram-background", daemon=True).start()
         # The lock is ours, so a socket file left here is a dead service's.
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
@@ -237,6 +245,19 @@ def serve(
                 with contextlib.suppress(OSError):
                     os.unlink(path)
         os.close(lock)
+
+
+def _in_background(job: Callable[[], None]) -> None:
+    # Linux gives each thread its own nice value: the requests come first on a busy machine.
+    with contextlib.suppress(OSError, AttributeError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+    try:
+        job()
+    except Exception:
+        # Only speed is lost: the requests go on without what it would have made.
+        log.exception("the background job failed")
+    else:
+        log.info("the background job is done")
 
 
 def _handle(conn: socket.socket, answer: Callable[[Request], Reply]) -> None:

@@ -1,8 +1,10 @@
 """Similar pairs: near-duplicates that remember would have merged, and conflicts that were never resolved.
 
-Pairs come from tiled matrix products over the vectors of each namespace and model
-(:mod:`engram_cli.memory.neighbours`), screened in numpy, so only pairs that could matter reach
-Python; never from one KNN query per memory.
+Pairs come from the vectors of each namespace and model (:mod:`engram_cli.memory.neighbours`):
+every pair of a group up to ``neighbours.EXACT_ROWS`` memories, and above that the pairs a cell
+search finds, each memory keeping its :data:`PAIRS_PER_ROW` closest (remember itself only ever
+compares a new memory with its few nearest). They are screened in numpy, so only pairs that could
+matter reach Python; never from one KNN query per memory.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 from engram_cli.lang import text as textmod
 from engram_cli.memory import neighbours
 from engram_cli.memory.audit.report import WARNING, AuditSettings, Check, excerpt
-from engram_cli.memory.remember import MERGE_CANDIDATES, chunked
+from engram_cli.memory.remember import MERGE_CANDIDATES
 from engram_cli.memory.repair import Work
 from engram_cli.memory.similarity import (
     SWAP_OVERLAP,
@@ -39,6 +41,9 @@ TILE = neighbours.BLOCK  # rows and columns per matrix product (16 MB of float32
 # Similar pairs classified at most; a store of near-identical templated texts stops here
 # (and says so) instead of listing n² pairs.
 MAX_PAIRS = 200_000
+# Above neighbours.EXACT_ROWS, the closest pairs each memory keeps from the cell search.
+PAIRS_PER_ROW = 32
+SCREEN_BATCH = 65_536  # pairs screened in numpy at once
 
 
 @dataclass
@@ -70,7 +75,9 @@ class _Signals:
     sizes: np.ndarray  # how many topic terms
 
     @classmethod
-    def of(cls, texts: Sequence[str]) -> _Signals:
+    def of(cls, texts: Sequence[str], rows: np.ndarray | None = None, n: int | None = None) -> _Signals:
+        """The signals of ``texts``; with ``rows``, those are rows of a group of ``n`` and only they get
+        signals (every other row reads as no negation, no change, words of its own, no topic)."""
         neg: list[bool] = []
         chg: list[bool] = []
         keys: list[bytes] = []
@@ -90,7 +97,20 @@ class _Signals:
         bit = np.array(bits, dtype=np.int64)
         np.bitwise_or.at(sig, (np.array(owners, dtype=np.int64), bit // 8), (1 << (bit % 8)).astype(np.uint8))
         key = np.frombuffer(b"".join(keys), dtype="<i8").astype(np.int64) if keys else np.zeros(0, dtype=np.int64)
-        return cls(np.array(neg, dtype=bool), np.array(chg, dtype=bool), key, sig, np.array(sizes, dtype=np.int64))
+        part = cls(np.array(neg, dtype=bool), np.array(chg, dtype=bool), key, sig, np.array(sizes, dtype=np.int64))
+        if rows is None:
+            return part
+        size = len(texts) if n is None else n
+        whole = cls(
+            np.zeros(size, dtype=bool),
+            np.zeros(size, dtype=bool),
+            -np.arange(1, size + 1, dtype=np.int64),  # words of its own: equal to no other row's
+            np.zeros((size, SIGNATURE_BYTES), dtype=np.uint8),
+            np.zeros(size, dtype=np.int64),
+        )
+        whole.negates[rows], whole.changes[rows], whole.words[rows] = part.negates, part.changes, part.words
+        whole.topic[rows], whole.sizes[rows] = part.topic, part.sizes
+        return whole
 
     def topic_may_overlap(self, a: np.ndarray, b: np.ndarray, share: float) -> np.ndarray:
         """False where pairs (a[k], b[k]) surely share less than ``share`` of their topic terms (Jaccard).
@@ -130,15 +150,19 @@ def _similar_pairs(store: Store, rows: list[MemoryRow], settings: AuditSettings,
         merge_at, supersede_at = settings.thresholds(model_id)
         low = min(merge_at, supersede_at)
         out.thresholds[model_id] = {"merge": round(merge_at, 6), "supersede": round(supersede_at, 6)}
-        found = store.vectors.get(model_id, [r.pk for r in members])
+        found = store.vectors.current(model_id, [r.pk for r in members])
         members = [r for r in members if r.pk in found]
         if len(members) < 2:
             continue
         matrix = np.stack([found[r.pk] for r in members]).astype(np.float32)
         matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-        signals = _Signals.of([r.content for r in members])
+        found_pairs = neighbours.near_pairs(matrix, low, per_row=PAIRS_PER_ROW)
+        # Only the texts of a pair are read: in a large store most memories have no close neighbour.
+        involved = np.unique(np.concatenate([found_pairs.left, found_pairs.right]))
+        signals = _Signals.of([members[i].content for i in involved.tolist()], involved, len(members))
         neg, key = signals.negates, signals.words
-        for tile in neighbours.pairs_by_tile(matrix, low, block=TILE):
+        for start in range(0, len(found_pairs), SCREEN_BATCH):
+            tile = found_pairs.take(slice(start, start + SCREEN_BATCH))
             # Below the merge threshold a pair is only worth a look when it has the same words,
             # or opposite polarity about the same topic.
             a, b = tile.left, tile.right
@@ -155,17 +179,18 @@ def _similar_pairs(store: Store, rows: list[MemoryRow], settings: AuditSettings,
                 _classify(members[i], members[j], float(matrix[i] @ matrix[j]), merge_at, supersede_at, prof, out)
             if out.truncated:
                 return
-        _unapplied_corrections(members, matrix, signals.changes, supersede_at, out)
+        _unapplied_corrections(members, found_pairs, signals.changes, supersede_at, out)
 
 
 def _unapplied_corrections(
-    members: list[MemoryRow], matrix: np.ndarray, changes: np.ndarray, supersede_at: float, out: _Pairs
+    members: list[MemoryRow], pairs: neighbours.Pairs, changes: np.ndarray, supersede_at: float, out: _Pairs
 ) -> None:
     """Corrections that never replaced what they correct: what remember would have superseded.
 
     remember looks at the few nearest older memories of the same agent when a text with a change
     marker arrives; a correction that came in by import or with supersession off is judged here
-    the same way.
+    the same way, among its pairs (every memory within the supersede threshold, in a large group
+    its closest ones).
     """
     order = sorted(range(len(members)), key=lambda i: (members[i].created_at, members[i].pk))
     rank = np.empty(len(members), dtype=np.int64)
@@ -175,26 +200,32 @@ def _unapplied_corrections(
     listed = {frozenset((a.pk, b.pk)) for _, a, b, _ in out.conflicts}
     # remember never lets an episode supersede or be superseded by itself: neither does this check.
     facts = np.array([r.type != "episodic" for r in members], dtype=bool)
-    marked = np.flatnonzero(changes & facts)
-    for chunk in chunked(marked.tolist(), TILE):
-        sims = matrix[chunk] @ matrix.T
-        for row, i in enumerate(chunk):
-            eligible = (rank < rank[i]) & (agent == agent[i]) & facts
-            scores = np.where(eligible, sims[row], -2.0)
-            k = min(MERGE_CANDIDATES, len(members))
-            nearest = np.argpartition(-scores, k - 1)[:k]
-            for j in sorted(nearest.tolist(), key=lambda j: -scores[j]):
-                if scores[j] < supersede_at:
-                    break
-                old, new = members[j], members[i]
-                reason = supersedes(old.content, new.content, float(scores[j]), supersede_at)
-                if reason is None:
-                    continue
-                if frozenset((old.pk, new.pk)) not in listed:  # not already an opposite-polarity pair
-                    out.conflicts.append(
-                        (float(scores[j]), old, new, f"a correction that did not replace the older memory: {reason}")
-                    )
-                break
+    # Both directions of each pair: (the correction, an older memory it may correct).
+    new = np.concatenate([pairs.left, pairs.right])
+    old = np.concatenate([pairs.right, pairs.left])
+    score = np.concatenate([pairs.score, pairs.score])
+    take = (
+        changes[new] & facts[new] & facts[old] & (rank[old] < rank[new]) & (agent[old] == agent[new])
+        & (score >= supersede_at)
+    )  # fmt: skip
+    new, old, score = new[take], old[take], score[take]
+    by = np.lexsort((rank[old], -score, new))  # per correction, closest first
+    new, old, score = new[by], old[by], score[by]
+    starts = np.searchsorted(new, new, side="left")
+    first = np.arange(len(new)) - starts < MERGE_CANDIDATES
+    settled = -1  # the last correction found to correct something: its farther candidates are not read
+    for i, j, cosine in zip(new[first].tolist(), old[first].tolist(), score[first].tolist(), strict=True):
+        if i == settled:
+            continue
+        older, newer = members[j], members[i]
+        reason = supersedes(older.content, newer.content, cosine, supersede_at)
+        if reason is None:
+            continue
+        settled = i
+        if frozenset((older.pk, newer.pk)) not in listed:  # not already an opposite-polarity pair
+            out.conflicts.append(
+                (cosine, older, newer, f"a correction that did not replace the older memory: {reason}")
+            )
 
 
 def _classify(

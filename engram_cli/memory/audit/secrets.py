@@ -7,8 +7,10 @@ column cannot hold a secret, and :data:`INDEX_TABLES` why the index tables are n
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
+
+import numpy as np
 
 from engram_cli.lang import redact as redactmod
 from engram_cli.memory import repair
@@ -123,6 +125,35 @@ def _may_hold(raw: Any, kind: str, contact: bool) -> bool:
     return redactmod.may_hold(raw, contact=contact)
 
 
+def _may_hold_column(values: Sequence[Any], kind: str, contact: bool) -> list[bool]:
+    """:func:`_may_hold` of each value of a column, the text screened in one batch."""
+    verdicts = [bool(raw) and (not isinstance(raw, str) or (kind == JSON and "\\" in raw)) for raw in values]
+    screened = [i for i, raw in enumerate(values) if raw and not verdicts[i]]
+    texts = [values[i] for i in screened]
+    for i in np.flatnonzero(redactmod.may_hold_many(texts, contact=contact)).tolist():
+        verdicts[screened[i]] = True
+    return verdicts
+
+
+# How many rows the secrets check screens at once.
+_BATCH = 4096
+
+
+def _screened(
+    rows: Sequence[Sequence[Any]], skip: int, kinds: Sequence[str], contact: bool
+) -> Iterator[tuple[Sequence[Any], list[bool]]]:
+    """The rows that hold any value worth scanning, in order, with :func:`_may_hold` of each value.
+
+    A row's first ``skip`` values are its keys, the rest are of ``kinds``.
+    """
+    for first in range(0, len(rows), _BATCH):
+        batch = rows[first : first + _BATCH]
+        columns = [_may_hold_column([row[skip + c] for row in batch], kind, contact) for c, kind in enumerate(kinds)]
+        for row, maybe in zip(batch, zip(*columns, strict=True), strict=True):
+            if any(maybe):
+                yield row, list(maybe)
+
+
 def _secrets(
     store: Store, rows: list[MemoryRow], scope: _Scope, limit: int, work: Work, contact: bool = False
 ) -> Check:
@@ -136,10 +167,10 @@ def _secrets(
     kinds: Counter[str] = Counter()
     per_column: Counter[str] = Counter()
 
-    def note(key: tuple[str, str], table: str, values: Sequence[Any]) -> bool:
+    def note(key: tuple[str, str], table: str, values: Sequence[Any], maybe: Sequence[bool]) -> bool:
         hit = False
-        for (column, kind), raw in zip(SCANNED[table].items(), values, strict=True):
-            if not _may_hold(raw, kind, contact):
+        for (column, kind), raw, scan in zip(SCANNED[table].items(), values, maybe, strict=True):
+            if not scan:
                 continue
             redacted, found = repair.redact_value(raw, kind, contact=contact)
             if not found:
@@ -155,21 +186,25 @@ def _secrets(
 
     text = store.maintenance
     for table in _MEMORY_TABLES:
+        column_kinds = list(SCANNED[table].values())
         if table == "events":
-            for memory_id, event_pk, *values in text.event_text(list(SCANNED[table]), scope.namespaces):
-                if note(("memory", str(memory_id)), table, values):
+            events = text.event_text(list(SCANNED[table]), scope.namespaces)
+            for (memory_id, event_pk, *values), maybe in _screened(events, 2, column_kinds, contact):
+                if note(("memory", str(memory_id)), table, values, maybe):
                     work.secret_event_pks.append(int(event_pk))
             continue
-        for memory_id, *values in text.memory_text(table, list(SCANNED[table]), scope.namespaces):
-            note(("memory", str(memory_id)), table, values)
+        table_rows = text.memory_text(table, list(SCANNED[table]), scope.namespaces)
+        for (memory_id, *values), maybe in _screened(table_rows, 1, column_kinds, contact):
+            note(("memory", str(memory_id)), table, values, maybe)
     for table in SCANNED:
         if table in _MEMORY_TABLES:
             continue
         keys = text.key_columns(table)
         namespaces = scope.namespaces if table in _NAMESPACED else None
-        for rowid, *values in text.table_text(table, [*keys, *SCANNED[table]], namespaces):
+        table_rows = text.table_text(table, [*keys, *SCANNED[table]], namespaces)
+        for (rowid, *values), maybe in _screened(table_rows, 1 + len(keys), list(SCANNED[table].values()), contact):
             key = (table, str(rowid))
-            if note(key, table, values[len(keys) :]):
+            if note(key, table, values[len(keys) :], maybe):
                 work.secret_rows.setdefault(table, []).append(int(rowid))
                 labels[key] = " ".join(excerpt(str(v), 40) for v in values[: len(keys)])
     memory_keys = [k for k in places if k[0] == "memory"]
