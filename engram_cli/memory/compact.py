@@ -65,8 +65,6 @@ Progress = Callable[[int, int], None]
 
 # Summary vectors compared with the kept facts at once: 256 x 100k float32 is 100 MB.
 BLOCK = 256
-# Near duplicates one row may fold, at most, when the pairs come from the cell search (large groups).
-DUPLICATES_PER_ROW = 32
 SUMMARY_SENTENCES = 4
 SUMMARY_CHARS = 480
 # Decay differences below this are not worth a write during compact.
@@ -433,7 +431,7 @@ def _fold_duplicates(group: _Group, threshold: float) -> list[Fold]:
     free = np.flatnonzero(~group.taken)
     if len(free) < 2:
         return folds
-    pairs = neighbours.near_pairs(group.matrix[free], threshold, per_row=DUPLICATES_PER_ROW)
+    pairs = neighbours.near_pairs(group.matrix[free], threshold, per_row=neighbours.CLOSEST)
     near = neighbours.Neighbours.of(len(free), pairs)
     rows = [group.rows[i] for i in free]
     order = sorted(range(len(free)), key=lambda k: (-rows[k].importance, rows[k].created_at, rows[k].pk))

@@ -32,6 +32,8 @@ BLOCK = 2048  # rows and columns per tile: 2048 x 2048 float32 is 16 MB
 EXACT_ROWS = 10_000
 CELL = 256  # rows per cell of the search, on average
 PROBES = 8  # cells each row is compared with: its own and the next nearest
+# Closest pairs a row keeps in the cell search, unless its caller needs more (compact's clusters).
+CLOSEST = 32
 TRAIN_ROWS = 8192  # rows the centroids are fitted on at least (a seeded sample; 32 per cell above)
 TRAIN_ROUNDS = 5
 ASSIGN_BLOCK = 8192  # rows scored against every centroid at once

@@ -40,7 +40,7 @@ from engram_cli.errors import DatabaseDamaged, InvalidInput
 from engram_cli.memory import repair
 from engram_cli.memory.audit.index import _index, _other_model
 from engram_cli.memory.audit.integrity import _integrity, _unreadable
-from engram_cli.memory.audit.pairs import MAX_PAIRS, SIGNATURE_BYTES, TILE, _pair_checks
+from engram_cli.memory.audit.pairs import MAX_PAIRS, SIGNATURE_BYTES, _pair_checks
 from engram_cli.memory.audit.pairs import _Signals as _Signals  # tests check its screen against the exact overlap
 from engram_cli.memory.audit.report import (
     ERROR,
@@ -72,7 +72,6 @@ __all__ = [
     "NOT_SCANNED",
     "SCANNED",
     "SIGNATURE_BYTES",
-    "TILE",
     "VECTOR_TABLES",
     "WARNING",
     "AuditReport",

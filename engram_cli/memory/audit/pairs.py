@@ -2,7 +2,7 @@
 
 Pairs come from the vectors of each namespace and model (:mod:`engram_cli.memory.neighbours`):
 every pair of a group up to ``neighbours.EXACT_ROWS`` memories, and above that the pairs a cell
-search finds, each memory keeping its :data:`PAIRS_PER_ROW` closest (remember itself only ever
+search finds, each memory keeping its ``neighbours.CLOSEST`` closest (remember itself only ever
 compares a new memory with its few nearest). They are screened in numpy, so only pairs that could
 matter reach Python; never from one KNN query per memory.
 """
@@ -37,12 +37,9 @@ from engram_cli.memory.similarity import (
 from engram_cli.store.db import Store
 from engram_cli.store.memories import MemoryRow
 
-TILE = neighbours.BLOCK  # rows and columns per matrix product (16 MB of float32)
 # Similar pairs classified at most; a store of near-identical templated texts stops here
 # (and says so) instead of listing n² pairs.
 MAX_PAIRS = 200_000
-# Above neighbours.EXACT_ROWS, the closest pairs each memory keeps from the cell search.
-PAIRS_PER_ROW = 32
 SCREEN_BATCH = 65_536  # pairs screened in numpy at once
 
 
@@ -156,7 +153,7 @@ def _similar_pairs(store: Store, rows: list[MemoryRow], settings: AuditSettings,
             continue
         matrix = np.stack([found[r.pk] for r in members]).astype(np.float32)
         matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-        found_pairs = neighbours.near_pairs(matrix, low, per_row=PAIRS_PER_ROW)
+        found_pairs = neighbours.near_pairs(matrix, low, per_row=neighbours.CLOSEST)
         # Only the texts of a pair are read: in a large store most memories have no close neighbour.
         involved = np.unique(np.concatenate([found_pairs.left, found_pairs.right]))
         signals = _Signals.of([members[i].content for i in involved.tolist()], involved, len(members))
