@@ -15,6 +15,8 @@ foreign, older than what the log still holds, a database restored from a backup)
 from the vec0 table. Nothing is written while this connection has uncommitted changes, so a file
 never reflects work that may be rolled back; a rollback makes the index forget everything it
 read. Without a cache directory, or when it cannot be written, the index lives in memory only.
+A whole table is read from the tables sqlite-vec stores it in (:mod:`engram_cli.store.vec0_storage`,
+checked against vec0), else through vec0 a row at a time.
 
 Rows are kept sorted by namespace, so a namespace filter is a slice of the matrix; status, type
 and agent are small integer codes turned into masks. Above ``approx_min_rows`` rows to search,
@@ -62,6 +64,9 @@ PERSIST_DELTA = 256
 # Candidates per wanted neighbour that the approximate path scores exactly (at least ``rerank``).
 RERANK_PER_K = 20
 
+# Rows handled at a time when a step over the whole matrix would otherwise copy it whole.
+BLOCK = 65536
+
 FILTERS = ("ns", "status", "mtype", "agent")
 _SECTIONS = ("pks", "norms", "ns", "status", "mtype", "agent", "order", "ns_start", "mean", "bits", "matrix")
 
@@ -82,7 +87,10 @@ def index_file(cache_dir: Path, db_path: Path, table: str) -> Path:
 
 
 def _norms(matrix: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(matrix, axis=1).astype(np.float32) if len(matrix) else np.zeros(0, np.float32)
+    norms = np.empty(len(matrix), np.float32)
+    for lo in range(0, len(matrix), BLOCK):  # einsum squares without a copy of the matrix
+        block = matrix[lo : lo + BLOCK]
+        norms[lo : lo + len(block)] = np.sqrt(np.einsum("ij,ij->i", block, block))
     norms[norms == 0] = 1.0  # a zero vector scores 0 against anything, never NaN
     return norms
 
@@ -92,8 +100,8 @@ def _sign_bits(matrix: np.ndarray, norms: np.ndarray, mean: np.ndarray) -> np.nd
     dim = matrix.shape[1]
     width = -(-dim // 64) * 8
     out = np.zeros((len(matrix), width), dtype=np.uint8)
-    for lo in range(0, len(matrix), 65536):  # in blocks: the centred copy of a million rows is 1.5 GB
-        block = matrix[lo : lo + 65536] / norms[lo : lo + 65536, None] - mean
+    for lo in range(0, len(matrix), BLOCK):  # in blocks: the centred copy of a million rows is 1.5 GB
+        block = matrix[lo : lo + BLOCK] / norms[lo : lo + BLOCK, None] - mean
         out[lo : lo + len(block), : -(-dim // 8)] = np.packbits(block > 0, axis=1, bitorder="little")
     return out
 
@@ -110,25 +118,43 @@ class Base:
 
     @classmethod
     def build(
-        cls, pks: np.ndarray, matrix: np.ndarray, codes: dict[str, np.ndarray], vocab: dict[str, list[str]], dim: int
+        cls,
+        pks: np.ndarray,
+        matrix: np.ndarray,
+        codes: dict[str, np.ndarray],
+        vocab: dict[str, list[str]],
+        dim: int,
+        *,
+        ordered: bool = False,
     ) -> Base:
-        """From parallel arrays: pks, vectors, and the codes (into ``vocab``, sorted) of each filter column."""
-        sort = np.lexsort((pks, codes["ns"])) if len(pks) else np.zeros(0, dtype=np.int64)
-        matrix = np.ascontiguousarray(np.asarray(matrix, dtype=np.float32)[sort]).reshape(len(pks), dim)
-        pks = np.asarray(pks, dtype=np.int64)[sort]
+        """From parallel arrays: pks, vectors, and the codes (into ``vocab``, sorted) of each filter column.
+
+        ``ordered``: the rows already are in namespace, then pk order, and ``matrix`` is used as it is
+        (no copy: a million rows are 1.5 GB).
+        """
+        pks = np.asarray(pks, dtype=np.int64)
+        if ordered:
+            matrix = np.asarray(matrix, dtype=np.float32).reshape(len(pks), dim)
+            ns, status = np.asarray(codes["ns"], np.int32), np.asarray(codes["status"], np.int16)
+            mtype, agent = np.asarray(codes["mtype"], np.int16), np.asarray(codes["agent"], np.int32)
+        else:
+            sort = np.lexsort((pks, codes["ns"])) if len(pks) else np.zeros(0, dtype=np.int64)
+            matrix = np.ascontiguousarray(np.asarray(matrix, dtype=np.float32)[sort]).reshape(len(pks), dim)
+            pks = pks[sort]
+            ns, status = np.asarray(codes["ns"], np.int32)[sort], np.asarray(codes["status"], np.int16)[sort]
+            mtype, agent = np.asarray(codes["mtype"], np.int16)[sort], np.asarray(codes["agent"], np.int32)[sort]
         norms = _norms(matrix)
         mean = np.zeros(dim, np.float32)
-        for lo in range(0, len(matrix), 65536):
-            mean += (matrix[lo : lo + 65536] / norms[lo : lo + 65536, None]).sum(axis=0)
+        for lo in range(0, len(matrix), BLOCK):
+            mean += (matrix[lo : lo + BLOCK] / norms[lo : lo + BLOCK, None]).sum(axis=0)
         mean /= max(len(matrix), 1)
-        ns = np.asarray(codes["ns"], dtype=np.int32)[sort]
         arrays = {
             "pks": pks,
             "norms": norms,
             "ns": ns,
-            "status": np.asarray(codes["status"], dtype=np.int16)[sort],
-            "mtype": np.asarray(codes["mtype"], dtype=np.int16)[sort],
-            "agent": np.asarray(codes["agent"], dtype=np.int32)[sort],
+            "status": status,
+            "mtype": mtype,
+            "agent": agent,
             "order": np.argsort(pks, kind="stable").astype(np.int64),
             "ns_start": np.searchsorted(ns, np.arange(len(vocab["ns"]) + 1)).astype(np.int64),
             "mean": mean,
@@ -148,7 +174,10 @@ class Base:
         return cls.build(pks, matrix, codes, vocab, dim)
 
     def merged(self, keep: np.ndarray, extra: dict[int, Row]) -> Base:
-        """The rows ``keep`` (a mask) of this base with the rows of ``extra`` added, as a new base."""
+        """The rows ``keep`` (a mask) of this base with the rows of ``extra`` added, as a new base.
+
+        The new matrix is filled in its final order, a block at a time: one copy of the rows, not three.
+        """
         rows = np.flatnonzero(keep)
         over = sorted(extra)
         vocab: dict[str, list[str]] = {}
@@ -161,10 +190,17 @@ class Base:
             added = np.asarray([lookup[v] for v in new], dtype=np.int32)
             codes[name] = np.concatenate([remap[self.a[name][rows]], added])
         pks = np.concatenate([self.a["pks"][rows], np.asarray(over, dtype=np.int64)])
-        matrix = np.asarray(self.a["matrix"][rows])
-        if over:
-            matrix = np.concatenate([matrix, np.stack([extra[pk][0] for pk in over]).astype(np.float32)])
-        return Base.build(pks, matrix, codes, vocab, self.dim)
+        sort = np.lexsort((pks, codes["ns"])) if len(pks) else np.zeros(0, dtype=np.int64)
+        dest = np.empty(len(pks), np.int64)
+        dest[sort] = np.arange(len(pks))
+        matrix = np.empty((len(pks), self.dim), np.float32)
+        old = self.a["matrix"]
+        for lo in range(0, len(rows), BLOCK):
+            hi = min(lo + BLOCK, len(rows))
+            matrix[dest[lo:hi]] = old[rows[lo:hi]]
+        for j, pk in enumerate(over):
+            matrix[dest[len(rows) + j]] = extra[pk][0]
+        return Base.build(pks[sort], matrix, {k: v[sort] for k, v in codes.items()}, vocab, self.dim, ordered=True)
 
     # -- the file -------------------------------------------------------------------------
 
@@ -381,6 +417,12 @@ class VectorIndex:
         return (0, None) if row is None else (int(row[0]), int(row[1]))
 
     def _read_all(self) -> Base:
+        """Every row of the table, from sqlite-vec's storage tables when they read as expected, else through vec0."""
+        from engram_cli.store import vec0_storage
+
+        whole = vec0_storage.read(self.store, self.table, self.dim)
+        if whole is not None:
+            return Base.build(whole.pks, whole.matrix, whole.codes, whole.vocab, self.dim, ordered=True)
         pks: list[int] = []
         blobs: list[bytes] = []
         meta: list[tuple[str, str, str, str]] = []
@@ -391,6 +433,7 @@ class VectorIndex:
             blobs.append(blob)
             meta.append((str(ns), str(status), str(mtype), str(agent)))
         matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(pks), self.dim)
+        del blobs
         return Base.from_rows(np.asarray(pks, dtype=np.int64), matrix, meta, self.dim)
 
     def _catch_up(self) -> None:
@@ -507,8 +550,8 @@ class VectorIndex:
             held = np.asarray(truth.vocab[name], dtype=object)[truth.a[name][theirs]] if len(theirs) else []
             if not np.array_equal(ours, held):
                 return "a namespace, status, type or agent differs from the table"
-        for lo in range(0, len(mine), 65536):
-            if not np.array_equal(base.a["matrix"][mine[lo : lo + 65536]], truth.a["matrix"][theirs[lo : lo + 65536]]):
+        for lo in range(0, len(mine), BLOCK):
+            if not np.array_equal(base.a["matrix"][mine[lo : lo + BLOCK]], truth.a["matrix"][theirs[lo : lo + BLOCK]]):
                 return "a vector differs from the table"
         return None
 
