@@ -181,3 +181,61 @@ def test_the_index_built_from_storage_is_the_index_built_from_vec0(tmp_path: Pat
     assert fast.vocab == slow.vocab
     for name in fast.a:
         assert np.array_equal(fast.a[name], slow.a[name]), name
+
+
+def test_rows_read_by_pk_are_what_vec0_answers(tmp_path: Path) -> None:
+    store = _open(tmp_path / "m.db")
+    rng = np.random.default_rng(8)
+    agents = ["user", "an-agent-name-longer-than-the-slot", "代理"]
+    with store.write():
+        for pk in range(1, 1300):
+            _put(store, pk, rng, ["a", "b"][pk % 2], "active", "semantic", agents[pk % 3])
+        for pk in range(1, 1300, 4):
+            store.vectors.delete(MODEL, pk)
+        for pk in range(2, 1300, 9):
+            store.vectors.set_status(MODEL, pk, "superseded")
+    table = store.vectors.table_for(MODEL)
+    assert table is not None
+    asked = [*range(1, 1300, 3), 99_999]  # deleted rows and one that never was among them
+    with store.read():
+        got = vec0_storage.read_rows(store, table, DIM, asked)
+        assert got is not None
+        truth = _by_vec0(store, table)
+        assert {pk: (row[0].tobytes(), *row[1:]) for pk, row in got.items()} == {
+            pk: truth[pk] for pk in asked if pk in truth
+        }
+        assert all(vec0_storage.same_as_vec0(store, table, pk, got.get(pk)) for pk in asked[:50])
+        store.execute(f"UPDATE {table}_vector_chunks00 SET vectors = x'00'")
+        assert vec0_storage.read_rows(store, table, DIM, asked) is None
+
+
+def test_the_index_catches_up_through_storage_or_vec0_alike(tmp_path: Path, monkeypatch) -> None:
+    """A second connection's writes reach an open index the same way whichever reader it uses."""
+    path = tmp_path / "m.db"
+    writer = _open(path)
+    rng = np.random.default_rng(9)
+    with writer.write():
+        for pk in range(1, 400):
+            _put(writer, pk, rng, "n", "active", "semantic", "user")
+    readers = [_open(path), _open(path)]
+    indexes = [r.vectors.index(MODEL) for r in readers]
+    assert all(i is not None for i in indexes)
+    for index in indexes:
+        assert index is not None
+        index.refresh()
+    assert indexes[1] is not None
+    indexes[1]._storage = False  # this one reads changed rows through vec0
+    with writer.write():
+        for pk in range(1, 400, 3):
+            _put(writer, pk, rng, "m", "superseded", "episodic", "a-long-agent-name-here")
+        for pk in range(2, 400, 7):
+            writer.vectors.delete(MODEL, pk)
+    found = []
+    for index in indexes:
+        assert index is not None
+        index.refresh()
+        pks, matrix = index.vectors_of(list(range(1, 400)))
+        found.append((pks.tolist(), matrix.tobytes(), dict(index.overlay.items()).keys(), set(index.gone)))
+    assert found[0][:2] == found[1][:2]
+    assert found[0][2] == found[1][2] and found[0][3] == found[1][3]
+    assert indexes[0] is not None and indexes[0]._storage is True

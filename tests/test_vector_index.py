@@ -478,6 +478,7 @@ def test_vectors_by_pk_from_the_index_are_exactly_the_tables(
         assert all(np.array_equal(row, vectors[pk - 1][::-1]) for pk, row in zip(found.tolist(), matrix, strict=True))
         # Changes folded into a new base (as many changes do) read the same.
         monkeypatch.setattr(vector_index, "OVERLAY_LIMIT", 8)
+        monkeypatch.setattr(vector_index, "PERSIST_DELTA", 8)
         with store.write():
             for pk in range(100, 130):
                 store.vectors.put(MODEL, pk, vectors[pk], namespace="gamma", status="active", memory_type="semantic",
