@@ -239,3 +239,17 @@ def test_the_index_catches_up_through_storage_or_vec0_alike(tmp_path: Path, monk
     assert found[0][:2] == found[1][:2]
     assert found[0][2] == found[1][2] and found[0][3] == found[1][3]
     assert indexes[0] is not None and indexes[0]._storage is True
+
+
+def test_filters_of_a_model_are_what_vec0_lists(tmp_path: Path, monkeypatch) -> None:
+    store = _open(tmp_path / "m.db")
+    rng = np.random.default_rng(10)
+    with store.write():
+        for pk in range(1, 700):
+            _put(store, pk, rng, f"ns{pk % 3}", ["active", "archived"][pk % 2], "semantic", "agent-" * (pk % 4))
+        for pk in range(1, 700, 6):
+            store.vectors.delete(MODEL, pk)
+    fast = store.vectors.filters_of(MODEL)
+    monkeypatch.setattr(vec0_storage, "read", lambda *a, **k: None)
+    assert fast == store.vectors.filters_of(MODEL)
+    assert len(fast) == 699 - len(range(1, 700, 6))

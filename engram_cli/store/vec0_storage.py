@@ -71,13 +71,14 @@ class Table:
     vocab: dict[str, list[str]]
 
 
-def read(store: Database, table: str, dim: int) -> Table | None:
+def read(store: Database, table: str, dim: int, *, vectors: bool = True) -> Table | None:
     """The whole of ``table`` read from its storage tables; None when they are not as expected.
 
-    The caller holds a read transaction, so what is read is one state of the database.
+    Without ``vectors`` only the pks and filter columns are read (the matrix has no columns). The
+    caller holds a read transaction, so what is read is one state of the database.
     """
     try:
-        return _read(store, table, dim)
+        return _read(store, table, dim if vectors else 0)
     except Layout as exc:
         log.info("vec0 table %s: reading it row by row (%s)", table, exc)
         return None
@@ -126,7 +127,7 @@ def _read(store: Database, table: str, dim: int) -> Table:
     matrix = np.empty((len(pks), dim), np.float32)
     filled = 0
     # A cursor, not a list: the chunks of a million rows are 1.5 GB, and each is copied where it belongs.
-    for chunk_id, blob in store.execute(f"SELECT rowid, vectors FROM {table}_vector_chunks00"):
+    for chunk_id, blob in store.execute(f"SELECT rowid, vectors FROM {table}_vector_chunks00") if dim else ():
         i = at.get(int(chunk_id))
         if i is None:
             continue  # no chunk row lists it, so it holds no row
@@ -141,7 +142,7 @@ def _read(store: Database, table: str, dim: int) -> Table:
         else:
             matrix[to] = vectors[valid]
         filled += len(valid)
-    if filled != len(pks):
+    if dim and filled != len(pks):
         raise Layout("a chunk's vectors are missing")
 
     codes = {"ns": ns[order]}
@@ -242,7 +243,7 @@ def _spot_check(store: Database, table: str, got: Table) -> None:
         found = store.one(
             f"SELECT embedding, namespace, status, memory_type, agent_id FROM {table} WHERE memory_pk = ?", (pk,)
         )
-        if found is None or bytes(found[0]) != got.matrix[row].tobytes():
+        if found is None or (got.matrix.shape[1] and bytes(found[0]) != got.matrix[row].tobytes()):
             raise Layout(f"row {pk} differs from vec0's answer")
         held = tuple(got.vocab[name][int(got.codes[name][row])] for name in ("ns", "status", "mtype", "agent"))
         if held != tuple(str(v) for v in found[1:]):
