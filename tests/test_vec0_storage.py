@@ -253,3 +253,26 @@ def test_filters_of_a_model_are_what_vec0_lists(tmp_path: Path, monkeypatch) -> 
     monkeypatch.setattr(vec0_storage, "read", lambda *a, **k: None)
     assert fast == store.vectors.filters_of(MODEL)
     assert len(fast) == 699 - len(range(1, 700, 6))
+
+
+def test_a_slot_reused_after_a_delete_is_read_as_its_new_row(tmp_path: Path) -> None:
+    """sqlite-vec gives a deleted row's slot to the next row of its partition: a read by pk follows the rowid table."""
+    store = _open(tmp_path / "m.db")
+    rng = np.random.default_rng(11)
+    with store.write():
+        for pk in range(1, 6):
+            _put(store, pk, rng, "n", "active", "semantic", "user")
+        store.vectors.delete(MODEL, 3)
+        _put(store, 7, rng, "n", "archived", "episodic", "someone-with-a-long-name")
+    table = store.vectors.table_for(MODEL)
+    assert table is not None
+    with store.read():
+        got = vec0_storage.read_rows(store, table, DIM, [3, 7])
+        assert got is not None and sorted(got) == [7]
+        assert vec0_storage.same_as_vec0(store, table, 7, got[7])
+    # A rowid table that still points a deleted row at the reused slot is not trusted.
+    with store.write():
+        store.execute(f"INSERT INTO {table}_rowids (rowid, chunk_id, chunk_offset) "
+                      f"SELECT 3, chunk_id, chunk_offset FROM {table}_rowids WHERE rowid = 7")  # fmt: skip
+    with store.read():
+        assert vec0_storage.read_rows(store, table, DIM, [3]) is None

@@ -257,7 +257,7 @@ def read_rows(
 
     vec0 answers one ``memory_pk = ?`` in about 0.6 ms (it reads more than the row), and ``IN (...)``
     by scanning the whole table. Here each row is its slot's few bytes, read through blob handles:
-    the rowid table says where the row is, the chunk's bitmap that the slot is in use. The caller
+    the rowid table says where the row is, the chunk's bitmap and rowids that the slot holds it. The caller
     compares a row of each batch with vec0's answer (:func:`same_as_vec0`).
     """
     try:
@@ -282,15 +282,19 @@ def _read_rows(store: Database, table: str, dim: int, pks: Sequence[int], check_
                 where[int(pk)] = (int(chunk_id), int(offset))
     if not where:
         return {}
-    held: dict[int, tuple[int, str, bytes]] = {}  # chunk id -> size, partition, validity
+    held: dict[int, tuple[int, str, bytes, bytes]] = {}  # chunk id -> size, partition, validity, rowids
     wanted = sorted({c for c, _ in where.values()})
     for part in chunks(wanted):
-        for chunk_id, size, partition, validity in store.rows(
-            f"SELECT chunk_id, size, partition00, validity FROM {table}_chunks WHERE chunk_id IN ({marks(part)})", part
+        for chunk_id, size, partition, validity, rowids in store.rows(
+            f"SELECT chunk_id, size, partition00, validity, rowids FROM {table}_chunks "
+            f"WHERE chunk_id IN ({marks(part)})",
+            part,
         ):
             if not isinstance(partition, str) or not isinstance(validity, bytes) or len(validity) * 8 != int(size):
                 raise Layout(f"chunk {chunk_id} is not a chunk")
-            held[int(chunk_id)] = (int(size), partition, validity)
+            if not isinstance(rowids, bytes) or len(rowids) != int(size) * 8:
+                raise Layout(f"chunk {chunk_id} has rowids of an unexpected length")
+            held[int(chunk_id)] = (int(size), partition, validity, rowids)
     conn = store.conn
     out: dict[int, StoredRow] = {}
     blobs: dict[str, Any] = {}
@@ -299,8 +303,10 @@ def _read_rows(store: Database, table: str, dim: int, pks: Sequence[int], check_
             chunk = held.get(chunk_id)
             if chunk is None or not 0 <= offset < chunk[0]:
                 raise Layout(f"row {pk} points outside its chunk")
-            if not chunk[2][offset // 8] >> (offset % 8) & 1:
-                continue  # the slot is free: the row is gone
+            # A deleted row leaves the rowid table, and its slot may be reused: the slot must be in use and hold it.
+            in_use = chunk[2][offset // 8] >> (offset % 8) & 1
+            if not in_use or int.from_bytes(chunk[3][offset * 8 : offset * 8 + 8], "little", signed=True) != pk:
+                raise Layout(f"row {pk}'s slot does not hold it")
             vector = _slot(conn, blobs, f"{table}_vector_chunks00", "vectors", chunk_id, offset, dim * 4)
             texts = []
             for n in range(len(METADATA)):

@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import struct
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,6 +77,11 @@ _SECTIONS = ("pks", "norms", "ns", "status", "mtype", "agent", "order", "ns_star
 
 
 Row = tuple[np.ndarray, str, str, str, str]  # vector, namespace, status, type, agent
+
+
+# The last version of each index file this process mapped: path -> ((device, inode, size, mtime), base, identity).
+_LOADED: dict[str, tuple[tuple[int, int, int, int], Base, dict[str, Any]]] = {}
+_LOADED_LOCK = threading.Lock()
 
 
 class Unbuilt(Exception):
@@ -233,7 +239,29 @@ class Base:
 
     @classmethod
     def load(cls, path: Path) -> tuple[Base, dict[str, Any]] | None:
-        """The base in a file and the identity it was written for; None when the file is missing or unreadable."""
+        """The base in a file and the identity it was written for; None when the file is missing or unreadable.
+
+        A process maps each version of a file once: the connections of a long-lived process (the warm
+        service opens one per prompt, the MCP server per call) share its pages instead of each adding
+        a mapping of the whole file. A rewrite is a new file (renamed into place), so a new version.
+        """
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        version = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        with _LOADED_LOCK:
+            held = _LOADED.get(str(path))
+            if held is not None and held[0] == version:
+                return held[1], dict(held[2])
+        loaded = cls._read(path)
+        if loaded is not None:
+            with _LOADED_LOCK:
+                _LOADED[str(path)] = (version, loaded[0], dict(loaded[1]))
+        return loaded
+
+    @classmethod
+    def _read(cls, path: Path) -> tuple[Base, dict[str, Any]] | None:
         try:
             with open(path, "rb") as fh:
                 head = fh.read(len(MAGIC) + 8)
@@ -538,6 +566,8 @@ class VectorIndex:
             self._fold()
         assert self.base is not None and self.file is not None
         identity = {**self._identity(), "seq": self.seq, "token": self.token}
+        with _LOADED_LOCK:  # the mapped version is old now: let it go with its last user
+            _LOADED.pop(str(self.file), None)
         try:
             self.base.save(self.file, identity)
         except OSError as exc:
