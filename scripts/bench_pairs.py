@@ -17,6 +17,9 @@ Vectors come from one of:
 
 ``--cell`` sets the rows per cell (default the shipped ``neighbours.CELL``); on a few thousand
 vectors use a smaller cell so that each probe covers the same small share of the rows as at 100k.
+``--probes`` compares each row with that many cells at every threshold (the shipped search uses
+``neighbours.PROBES``, and ``neighbours.CLOSE_PROBES`` at ``neighbours.CLOSE_PAIR`` or closer);
+``--thresholds 0.9,0.95`` picks the thresholds.
 
 Usage (from the repository root):
   nice -n 10 python scripts/bench_pairs.py --db ~/.cache/engram-bench/timing-g1-f0ddebe4-n100000.db
@@ -85,6 +88,10 @@ def main() -> None:
     source.add_argument("--npy", type=Path)
     parser.add_argument("--cell", type=int, default=neighbours.CELL)
     parser.add_argument("--per-row", type=int, default=32)
+    parser.add_argument(
+        "--probes", type=int, help="cells each row is compared with, at every threshold (default: as shipped)"
+    )
+    parser.add_argument("--thresholds", type=lambda v: [float(x) for x in v.split(",")], default=list(THRESHOLDS))
     parser.add_argument("--json", type=Path, metavar="PATH")
     args = parser.parse_args()
     if args.db:
@@ -96,10 +103,13 @@ def main() -> None:
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)
     matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
     neighbours.CELL = args.cell
+    if args.probes is not None:
+        neighbours.PROBES = neighbours.CLOSE_PROBES = args.probes
     results = []
-    print(f"{len(matrix):,} rows, cells of {args.cell}, {neighbours.PROBES} probes, {args.per_row} pairs per row")
+    probes = f"{neighbours.PROBES} probes ({neighbours.CLOSE_PROBES} at {neighbours.CLOSE_PAIR} or closer)"
+    print(f"{len(matrix):,} rows, cells of {args.cell}, {probes}, {args.per_row} pairs per row")
     print(f"{'threshold':>9} {'pairs':>10} {'kept':>9} {'found':>7} {'every pair':>11} {'cells':>8}")
-    for threshold in THRESHOLDS:
+    for threshold in args.thresholds:
         t0 = time.perf_counter()
         every = neighbours.pairs_above(matrix, threshold)
         t_every = time.perf_counter() - t0
@@ -113,8 +123,9 @@ def main() -> None:
                         "every_pair_s": t_every, "cells_s": t_cells})  # fmt: skip
         print(f"{threshold:>9} {len(every):>10,} {len(wanted):>9,} {share:>7.2%} {t_every:>10.2f}s {t_cells:>7.2f}s")
     if args.json:
-        args.json.write_text(json.dumps({"rows": len(matrix), "cell": args.cell, "probes": neighbours.PROBES,
-                                         "per_row": args.per_row, "results": results}, indent=2))  # fmt: skip
+        shape = {"rows": len(matrix), "cell": args.cell, "probes": neighbours.PROBES,
+                 "close_probes": neighbours.CLOSE_PROBES, "per_row": args.per_row}  # fmt: skip
+        args.json.write_text(json.dumps({**shape, "results": results}, indent=2))
 
 
 if __name__ == "__main__":

@@ -478,6 +478,7 @@ def test_vectors_by_pk_from_the_index_are_exactly_the_tables(
         assert all(np.array_equal(row, vectors[pk - 1][::-1]) for pk, row in zip(found.tolist(), matrix, strict=True))
         # Changes folded into a new base (as many changes do) read the same.
         monkeypatch.setattr(vector_index, "OVERLAY_LIMIT", 8)
+        monkeypatch.setattr(vector_index, "PERSIST_DELTA", 8)
         with store.write():
             for pk in range(100, 130):
                 store.vectors.put(MODEL, pk, vectors[pk], namespace="gamma", status="active", memory_type="semantic",
@@ -545,3 +546,39 @@ def test_changed_rows_read_by_key_or_by_scan_are_the_same(
         assert 7 not in [pk for pk, _ in hits]
     finally:
         store.close()
+
+
+def test_connections_of_one_process_share_one_mapping_of_an_index_file(tmp_path: Path) -> None:
+    """The warm service opens a connection per prompt: each must not map the whole file again."""
+    db_path, cache = tmp_path / "m.db", tmp_path / "cache"
+    writer = _open(db_path, cache)
+    _fill(writer, 300)
+    index = writer.vectors.index(MODEL)
+    assert index is not None
+    index.refresh()
+    writer.close()
+    first, second = _open(db_path, cache), _open(db_path, cache)
+    try:
+        a, b = first.vectors.index(MODEL), second.vectors.index(MODEL)
+        assert a is not None and b is not None
+        a.refresh()
+        b.refresh()
+        assert a.base is not None and b.base is not None
+        assert np.shares_memory(a.base.a["matrix"], b.base.a["matrix"])
+        # A rewrite is a new version: the next connection maps the new file, with the new rows.
+        with first.write():
+            _fill(first, 400, seed=9, start=1000)
+        a.refresh()
+        assert a.saved and a.base.n == 700
+        third = _open(db_path, cache)
+        try:
+            c = third.vectors.index(MODEL)
+            assert c is not None
+            c.refresh()
+            assert c.base is not None and c.base.n == 700 and not c.overlay
+            assert not np.shares_memory(c.base.a["matrix"], b.base.a["matrix"])
+        finally:
+            third.close()
+    finally:
+        first.close()
+        second.close()

@@ -433,8 +433,16 @@ def _fold_duplicates(group: _Group, threshold: float) -> list[Fold]:
         return folds
     pairs = neighbours.near_pairs(group.matrix[free], threshold, per_row=neighbours.CLOSEST)
     near = neighbours.Neighbours.of(len(free), pairs)
-    rows = [group.rows[i] for i in free]
-    order = sorted(range(len(free)), key=lambda k: (-rows[k].importance, rows[k].created_at, rows[k].pk))
+    # Only rows with a neighbour can fold or be folded (pairs are symmetric); in order of importance, then age.
+    paired = np.flatnonzero(np.diff(near.starts) > 0)
+    rows = [group.rows[int(free[k])] for k in paired]
+    order = paired[
+        np.lexsort((
+            np.array([r.pk for r in rows], dtype=np.int64),
+            np.array([r.created_at for r in rows], dtype=str),
+            -np.array([r.importance for r in rows], dtype=np.float64),
+        ))
+    ].tolist() if len(paired) else []  # fmt: skip
     done = group.taken.copy()
     profiles: dict[int, Profile] = {}
 
@@ -448,8 +456,6 @@ def _fold_duplicates(group: _Group, threshold: float) -> list[Fold]:
         if done[i]:
             continue
         done[i] = True
-        if not near.count(k):
-            continue
         survivor = group.rows[i]
         for j, similarity in zip(*near.of_row(k), strict=True):
             other = int(free[j])

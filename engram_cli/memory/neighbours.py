@@ -12,7 +12,8 @@ sees the few pairs that pass. Among the rows of one matrix each unordered pair i
 Above it, comparing every pair grows with the square of the rows (a 100k namespace is 5 billion
 products), so :func:`near_pairs` searches instead, the way an inverted-file vector index does: the
 rows are split into cells of about :data:`CELL` rows around centroids found by spherical k-means,
-and each row is compared only with the rows of its :data:`PROBES` nearest cells. A pair is found
+and each row is compared only with the rows of its :data:`PROBES` nearest cells (:data:`CLOSE_PROBES`
+for pairs at :data:`CLOSE_PAIR` or closer, such as merge candidates). A pair is found
 when either row's cell is among the other's nearest, which close pairs almost always are; the
 scores of the pairs found are exact, and each row keeps at most its ``per_row`` closest. The work
 grows with rows x PROBES x CELL, near linearly.
@@ -32,6 +33,11 @@ BLOCK = 2048  # rows and columns per tile: 2048 x 2048 float32 is 16 MB
 EXACT_ROWS = 10_000
 CELL = 256  # rows per cell of the search, on average
 PROBES = 8  # cells each row is compared with: its own and the next nearest
+# Pairs at least this close (about 14 degrees apart) lie in a row's own cell or the next few: at 0.975, the
+# merge threshold, 4 probes found every pair that 8 found on 5,438 real e5 vectors (cells of 64) and on the
+# 38k namespace of the 100k bench database (scripts/bench_pairs.py --probes), in half the products.
+CLOSE_PAIR = 0.97
+CLOSE_PROBES = 4
 # Closest pairs a row keeps in the cell search, unless its caller needs more (compact's clusters).
 CLOSEST = 32
 TRAIN_ROWS = 8192  # rows the centroids are fitted on at least (a seeded sample; 32 per cell above)
@@ -157,7 +163,7 @@ def near_pairs(
     if per_row < 1:
         raise ValueError("each row needs room for at least one neighbour")
     x = np.ascontiguousarray(matrix, dtype=np.float32)
-    probes = _probe_cells(x, seed)
+    probes = _probe_cells(x, seed, CLOSE_PROBES if threshold >= CLOSE_PAIR else PROBES)
     home = probes[:, 0]
     cells = int(probes.max()) + 1
     members = np.argsort(home, kind="stable")
@@ -199,7 +205,7 @@ def _cell_pairs(
     return Pairs(ask[i], mem[j], sims[i, j])
 
 
-def _probe_cells(x: np.ndarray, seed: int) -> np.ndarray:
+def _probe_cells(x: np.ndarray, seed: int, wanted: int) -> np.ndarray:
     """Per row, the cells to compare it with, nearest first (the first is its own).
 
     The centroids are fitted by spherical k-means on a seeded sample of the rows, centred on
@@ -210,7 +216,7 @@ def _probe_cells(x: np.ndarray, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     mean = x.mean(axis=0, dtype=np.float64).astype(np.float32)
     cells = max(2, round(n / CELL))
-    probes = min(PROBES, cells)
+    probes = min(wanted, cells)
     sample = np.sort(rng.choice(n, size=min(n, max(TRAIN_ROWS, cells * 32)), replace=False))
     train = _unit(x[sample] - mean)
     centroids = train[rng.choice(len(train), size=cells, replace=False)]

@@ -62,17 +62,22 @@ def domain_error(exc: apsw.Error, path: Path) -> StoreError | None:
     return None
 
 
+def _translate(store: Database, exc: apsw.Error) -> None:
+    """Raise the domain error for ``exc`` (remembering damage on the store); return when there is none."""
+    error = domain_error(exc, store.path)
+    if isinstance(error, DatabaseDamaged):
+        store.damage = error
+    if error is not None:
+        raise error from exc
+
+
 class _Cursor(apsw.Cursor):
     """Raises domain errors for damage and permissions, also while rows are fetched lazily."""
 
     store: Database
 
     def _raise(self, exc: apsw.Error) -> None:
-        error = domain_error(exc, self.store.path)
-        if isinstance(error, DatabaseDamaged):
-            self.store.damage = error
-        if error is not None:
-            raise error from exc
+        _translate(self.store, exc)
 
     def execute(self, *args: Any, **kwargs: Any) -> apsw.Cursor:
         try:
@@ -144,7 +149,14 @@ class Database:
         return self.conn.execute(sql, params)
 
     def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
-        return list(self.conn.execute(sql, params))
+        # A plain cursor fetches every row in C; the connection's cursors translate errors row by row in
+        # Python (for callers that iterate lazily), which costs about 2 µs a row. Errors are translated here.
+        try:
+            rows: list[tuple[Any, ...]] = apsw.Cursor(self.conn).execute(sql, params).fetchall()
+        except apsw.Error as exc:
+            _translate(self, exc)
+            raise
+        return rows
 
     def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> tuple[Any, ...] | None:
         for row in self.conn.execute(sql, params):

@@ -15,6 +15,8 @@ foreign, older than what the log still holds, a database restored from a backup)
 from the vec0 table. Nothing is written while this connection has uncommitted changes, so a file
 never reflects work that may be rolled back; a rollback makes the index forget everything it
 read. Without a cache directory, or when it cannot be written, the index lives in memory only.
+A whole table is read from the tables sqlite-vec stores it in (:mod:`engram_cli.store.vec0_storage`,
+checked against vec0), else through vec0 a row at a time.
 
 Rows are kept sorted by namespace, so a namespace filter is a slice of the matrix; status, type
 and agent are small integer codes turned into masks. Above ``approx_min_rows`` rows to search,
@@ -29,6 +31,7 @@ import json
 import logging
 import os
 import struct
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,16 +60,28 @@ LOG_TRIM_EVERY = 4096
 OVERLAY_LIMIT = 4096
 # A row looked up by its key costs about what reading this many rows in a scan of the table costs.
 POINT_LOOKUPS_PER_SCAN = 100
-# Changed rows that make a reader rewrite the file (at least; or a thousandth of the rows).
+# Changed rows that make a reader rewrite the file: at least this many, or this share of the rows.
+# Rewriting costs time in proportion to the rows (about 1.5 s at 100k), and a process that opens
+# the file reads the changes since from the storage tables (about 50 µs a row): a share keeps the
+# rewrites' cost per change flat as the store grows, and a reader's catch-up a small part of a full read.
 PERSIST_DELTA = 256
+PERSIST_SHARE = 1 / 64
 # Candidates per wanted neighbour that the approximate path scores exactly (at least ``rerank``).
 RERANK_PER_K = 20
+
+# Rows handled at a time when a step over the whole matrix would otherwise copy it whole.
+BLOCK = 65536
 
 FILTERS = ("ns", "status", "mtype", "agent")
 _SECTIONS = ("pks", "norms", "ns", "status", "mtype", "agent", "order", "ns_start", "mean", "bits", "matrix")
 
 
 Row = tuple[np.ndarray, str, str, str, str]  # vector, namespace, status, type, agent
+
+
+# The last version of each index file this process mapped: path -> ((device, inode, size, mtime), base, identity).
+_LOADED: dict[str, tuple[tuple[int, int, int, int], Base, dict[str, Any]]] = {}
+_LOADED_LOCK = threading.Lock()
 
 
 class Unbuilt(Exception):
@@ -82,7 +97,10 @@ def index_file(cache_dir: Path, db_path: Path, table: str) -> Path:
 
 
 def _norms(matrix: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(matrix, axis=1).astype(np.float32) if len(matrix) else np.zeros(0, np.float32)
+    norms = np.empty(len(matrix), np.float32)
+    for lo in range(0, len(matrix), BLOCK):  # einsum squares without a copy of the matrix
+        block = matrix[lo : lo + BLOCK]
+        norms[lo : lo + len(block)] = np.sqrt(np.einsum("ij,ij->i", block, block))
     norms[norms == 0] = 1.0  # a zero vector scores 0 against anything, never NaN
     return norms
 
@@ -92,8 +110,8 @@ def _sign_bits(matrix: np.ndarray, norms: np.ndarray, mean: np.ndarray) -> np.nd
     dim = matrix.shape[1]
     width = -(-dim // 64) * 8
     out = np.zeros((len(matrix), width), dtype=np.uint8)
-    for lo in range(0, len(matrix), 65536):  # in blocks: the centred copy of a million rows is 1.5 GB
-        block = matrix[lo : lo + 65536] / norms[lo : lo + 65536, None] - mean
+    for lo in range(0, len(matrix), BLOCK):  # in blocks: the centred copy of a million rows is 1.5 GB
+        block = matrix[lo : lo + BLOCK] / norms[lo : lo + BLOCK, None] - mean
         out[lo : lo + len(block), : -(-dim // 8)] = np.packbits(block > 0, axis=1, bitorder="little")
     return out
 
@@ -110,25 +128,43 @@ class Base:
 
     @classmethod
     def build(
-        cls, pks: np.ndarray, matrix: np.ndarray, codes: dict[str, np.ndarray], vocab: dict[str, list[str]], dim: int
+        cls,
+        pks: np.ndarray,
+        matrix: np.ndarray,
+        codes: dict[str, np.ndarray],
+        vocab: dict[str, list[str]],
+        dim: int,
+        *,
+        ordered: bool = False,
     ) -> Base:
-        """From parallel arrays: pks, vectors, and the codes (into ``vocab``, sorted) of each filter column."""
-        sort = np.lexsort((pks, codes["ns"])) if len(pks) else np.zeros(0, dtype=np.int64)
-        matrix = np.ascontiguousarray(np.asarray(matrix, dtype=np.float32)[sort]).reshape(len(pks), dim)
-        pks = np.asarray(pks, dtype=np.int64)[sort]
+        """From parallel arrays: pks, vectors, and the codes (into ``vocab``, sorted) of each filter column.
+
+        ``ordered``: the rows already are in namespace, then pk order, and ``matrix`` is used as it is
+        (no copy: a million rows are 1.5 GB).
+        """
+        pks = np.asarray(pks, dtype=np.int64)
+        if ordered:
+            matrix = np.asarray(matrix, dtype=np.float32).reshape(len(pks), dim)
+            ns, status = np.asarray(codes["ns"], np.int32), np.asarray(codes["status"], np.int16)
+            mtype, agent = np.asarray(codes["mtype"], np.int16), np.asarray(codes["agent"], np.int32)
+        else:
+            sort = np.lexsort((pks, codes["ns"])) if len(pks) else np.zeros(0, dtype=np.int64)
+            matrix = np.ascontiguousarray(np.asarray(matrix, dtype=np.float32)[sort]).reshape(len(pks), dim)
+            pks = pks[sort]
+            ns, status = np.asarray(codes["ns"], np.int32)[sort], np.asarray(codes["status"], np.int16)[sort]
+            mtype, agent = np.asarray(codes["mtype"], np.int16)[sort], np.asarray(codes["agent"], np.int32)[sort]
         norms = _norms(matrix)
         mean = np.zeros(dim, np.float32)
-        for lo in range(0, len(matrix), 65536):
-            mean += (matrix[lo : lo + 65536] / norms[lo : lo + 65536, None]).sum(axis=0)
+        for lo in range(0, len(matrix), BLOCK):
+            mean += (matrix[lo : lo + BLOCK] / norms[lo : lo + BLOCK, None]).sum(axis=0)
         mean /= max(len(matrix), 1)
-        ns = np.asarray(codes["ns"], dtype=np.int32)[sort]
         arrays = {
             "pks": pks,
             "norms": norms,
             "ns": ns,
-            "status": np.asarray(codes["status"], dtype=np.int16)[sort],
-            "mtype": np.asarray(codes["mtype"], dtype=np.int16)[sort],
-            "agent": np.asarray(codes["agent"], dtype=np.int32)[sort],
+            "status": status,
+            "mtype": mtype,
+            "agent": agent,
             "order": np.argsort(pks, kind="stable").astype(np.int64),
             "ns_start": np.searchsorted(ns, np.arange(len(vocab["ns"]) + 1)).astype(np.int64),
             "mean": mean,
@@ -148,7 +184,10 @@ class Base:
         return cls.build(pks, matrix, codes, vocab, dim)
 
     def merged(self, keep: np.ndarray, extra: dict[int, Row]) -> Base:
-        """The rows ``keep`` (a mask) of this base with the rows of ``extra`` added, as a new base."""
+        """The rows ``keep`` (a mask) of this base with the rows of ``extra`` added, as a new base.
+
+        The new matrix is filled in its final order, a block at a time: one copy of the rows, not three.
+        """
         rows = np.flatnonzero(keep)
         over = sorted(extra)
         vocab: dict[str, list[str]] = {}
@@ -161,10 +200,17 @@ class Base:
             added = np.asarray([lookup[v] for v in new], dtype=np.int32)
             codes[name] = np.concatenate([remap[self.a[name][rows]], added])
         pks = np.concatenate([self.a["pks"][rows], np.asarray(over, dtype=np.int64)])
-        matrix = np.asarray(self.a["matrix"][rows])
-        if over:
-            matrix = np.concatenate([matrix, np.stack([extra[pk][0] for pk in over]).astype(np.float32)])
-        return Base.build(pks, matrix, codes, vocab, self.dim)
+        sort = np.lexsort((pks, codes["ns"])) if len(pks) else np.zeros(0, dtype=np.int64)
+        dest = np.empty(len(pks), np.int64)
+        dest[sort] = np.arange(len(pks))
+        matrix = np.empty((len(pks), self.dim), np.float32)
+        old = self.a["matrix"]
+        for lo in range(0, len(rows), BLOCK):
+            hi = min(lo + BLOCK, len(rows))
+            matrix[dest[lo:hi]] = old[rows[lo:hi]]
+        for j, pk in enumerate(over):
+            matrix[dest[len(rows) + j]] = extra[pk][0]
+        return Base.build(pks[sort], matrix, {k: v[sort] for k, v in codes.items()}, vocab, self.dim, ordered=True)
 
     # -- the file -------------------------------------------------------------------------
 
@@ -193,7 +239,29 @@ class Base:
 
     @classmethod
     def load(cls, path: Path) -> tuple[Base, dict[str, Any]] | None:
-        """The base in a file and the identity it was written for; None when the file is missing or unreadable."""
+        """The base in a file and the identity it was written for; None when the file is missing or unreadable.
+
+        A process maps each version of a file once: the connections of a long-lived process (the warm
+        service opens one per prompt, the MCP server per call) share its pages instead of each adding
+        a mapping of the whole file. A rewrite is a new file (renamed into place), so a new version.
+        """
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        version = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        with _LOADED_LOCK:
+            held = _LOADED.get(str(path))
+            if held is not None and held[0] == version:
+                return held[1], dict(held[2])
+        loaded = cls._read(path)
+        if loaded is not None:
+            with _LOADED_LOCK:
+                _LOADED[str(path)] = (version, loaded[0], dict(loaded[1]))
+        return loaded
+
+    @classmethod
+    def _read(cls, path: Path) -> tuple[Base, dict[str, Any]] | None:
         try:
             with open(path, "rb") as fh:
                 head = fh.read(len(MAGIC) + 8)
@@ -301,6 +369,7 @@ class VectorIndex:
         self.changes: list[tuple[int, int]] = []  # (seq, pk) applied on top of the base
         self.dead: np.ndarray | None = None  # base rows overridden by the overlay or gone
         self._ov: dict[str, Any] | None = None  # the overlay as arrays, made when searched
+        self._storage: bool | None = None  # whether the storage tables read as expected (None: not tried)
 
     # -- keeping up with the database ------------------------------------------------------
 
@@ -315,7 +384,7 @@ class VectorIndex:
             self._catch_up()
         # A process that may not build the index does not rewrite it either: folding and writing a large
         # base costs seconds. The changes stay beside the base in memory.
-        if self.options.build and len(self.overlay) + len(self.gone) > OVERLAY_LIMIT:
+        if self.options.build and len(self.overlay) + len(self.gone) > max(OVERLAY_LIMIT, self._persist_at()):
             self._fold()
         if self._should_save():
             self._save()
@@ -381,6 +450,12 @@ class VectorIndex:
         return (0, None) if row is None else (int(row[0]), int(row[1]))
 
     def _read_all(self) -> Base:
+        """Every row of the table, from sqlite-vec's storage tables when they read as expected, else through vec0."""
+        from engram_cli.store import vec0_storage
+
+        whole = vec0_storage.read(self.store, self.table, self.dim)
+        if whole is not None:
+            return Base.build(whole.pks, whole.matrix, whole.codes, whole.vocab, self.dim, ordered=True)
         pks: list[int] = []
         blobs: list[bytes] = []
         meta: list[tuple[str, str, str, str]] = []
@@ -391,6 +466,7 @@ class VectorIndex:
             blobs.append(blob)
             meta.append((str(ns), str(status), str(mtype), str(agent)))
         matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(pks), self.dim)
+        del blobs
         return Base.from_rows(np.asarray(pks, dtype=np.int64), matrix, meta, self.dim)
 
     def _catch_up(self) -> None:
@@ -424,9 +500,25 @@ class VectorIndex:
     def rows_of(self, pks: Sequence[int]) -> dict[int, Row]:
         """The table's rows of ``pks`` that exist now.
 
-        sqlite-vec answers ``memory_pk IN (...)`` by reading its whole table, and one ``memory_pk = ?``
-        by its primary key: a few changed rows of a large table are looked up one by one.
+        sqlite-vec answers one ``memory_pk = ?`` in about 0.6 ms at 100k rows, and ``memory_pk IN (...)``
+        by reading its whole table. The rows are read from its storage tables instead
+        (:func:`~engram_cli.store.vec0_storage.read_rows`, about 50 µs a row); when those do not read
+        as expected, a few rows are asked of vec0 one by one, many by one scan.
         """
+        if self._storage is not False:
+            from engram_cli.store import vec0_storage
+
+            first = self._storage is None
+            read = vec0_storage.read_rows(self.store, self.table, self.dim, pks, check_layout=first)
+            # The first read of this process is checked against vec0's own answer; the layout of a
+            # table does not change while a process has it open.
+            if read is not None and (
+                not first or vec0_storage.same_as_vec0(self.store, self.table, pks[0], read.get(pks[0]))
+            ):
+                self._storage = True
+                return read
+            log.info("vector index of %s: reading changed rows through vec0", self.model_id)
+            self._storage = False
         columns = f"SELECT memory_pk, embedding, namespace, status, memory_type, agent_id FROM {self.table}"
         size = self.base.n if self.base is not None else 0
         if len(pks) * POINT_LOOKUPS_PER_SCAN <= size:
@@ -464,13 +556,18 @@ class VectorIndex:
         if not self.saved:
             return True
         purged = self.dead is not None and bool(self.gone) and bool(self.base.row_of(self.gone))
-        return purged or len(self.overlay) + len(self.gone) >= max(PERSIST_DELTA, self.base.n // 1000)
+        return purged or len(self.overlay) + len(self.gone) >= self._persist_at()
+
+    def _persist_at(self) -> int:
+        return max(PERSIST_DELTA, int(self.base.n * PERSIST_SHARE) if self.base is not None else 0)
 
     def _save(self) -> None:
         if self.overlay or self.gone:
             self._fold()
         assert self.base is not None and self.file is not None
         identity = {**self._identity(), "seq": self.seq, "token": self.token}
+        with _LOADED_LOCK:  # the mapped version is old now: let it go with its last user
+            _LOADED.pop(str(self.file), None)
         try:
             self.base.save(self.file, identity)
         except OSError as exc:
@@ -507,8 +604,8 @@ class VectorIndex:
             held = np.asarray(truth.vocab[name], dtype=object)[truth.a[name][theirs]] if len(theirs) else []
             if not np.array_equal(ours, held):
                 return "a namespace, status, type or agent differs from the table"
-        for lo in range(0, len(mine), 65536):
-            if not np.array_equal(base.a["matrix"][mine[lo : lo + 65536]], truth.a["matrix"][theirs[lo : lo + 65536]]):
+        for lo in range(0, len(mine), BLOCK):
+            if not np.array_equal(base.a["matrix"][mine[lo : lo + BLOCK]], truth.a["matrix"][theirs[lo : lo + BLOCK]]):
                 return "a vector differs from the table"
         return None
 

@@ -258,6 +258,13 @@ class Vectors:
         table = self.table_for(model_id)
         if table is None:
             return {}
+        from engram_cli.store import vec0_storage
+
+        with self.store.read():
+            whole = vec0_storage.read(self.store, table, 0, vectors=False)
+        if whole is not None:  # read from the storage tables: a few blobs instead of a row at a time
+            columns = [[whole.vocab[n][c] for c in whole.codes[n].tolist()] for n in ("ns", "status", "mtype", "agent")]
+            return dict(zip(whole.pks.tolist(), zip(*columns, strict=True), strict=True))
         return {
             int(pk): (str(ns), str(status), str(mtype), str(agent))
             for pk, ns, status, mtype, agent in self.store.rows(
