@@ -505,15 +505,18 @@ class VectorIndex:
         (:func:`~engram_cli.store.vec0_storage.read_rows`, about 50 µs a row); when those do not read
         as expected, a few rows are asked of vec0 one by one, many by one scan.
         """
+        if not pks:
+            return {}
         if self._storage is not False:
             from engram_cli.store import vec0_storage
 
             first = self._storage is None
             read = vec0_storage.read_rows(self.store, self.table, self.dim, pks, check_layout=first)
-            # The first read of this process is checked against vec0's own answer; the layout of a
-            # table does not change while a process has it open.
+            # The first read of this process is checked against vec0's own answer (on a row it found, when
+            # it found one); the layout of a table does not change while a process has it open.
+            probe = next(iter(read), pks[0]) if read is not None else pks[0]
             if read is not None and (
-                not first or vec0_storage.same_as_vec0(self.store, self.table, pks[0], read.get(pks[0]))
+                not first or vec0_storage.same_as_vec0(self.store, self.table, probe, read.get(probe))
             ):
                 self._storage = True
                 return read
