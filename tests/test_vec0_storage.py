@@ -58,6 +58,18 @@ def _put(store: Store, pk: int, rng: np.random.Generator, ns: str, status: str, 
                       memory_type=mtype, agent=agent)  # fmt: skip
 
 
+def _one_namespace(tmp_path: Path, rows: int, seed: int, agent: str = "user") -> tuple[Store, str]:
+    """A store whose model table holds ``rows`` active rows of one namespace, and that table's name."""
+    store = _open(tmp_path / "m.db")
+    rng = np.random.default_rng(seed)
+    with store.write():
+        for pk in range(1, rows + 1):
+            _put(store, pk, rng, "n", "active", "semantic", agent)
+    table = store.vectors.table_for(MODEL)
+    assert table is not None
+    return store, table
+
+
 def test_agrees_with_vec0_after_deletes_moves_and_long_metadata(tmp_path: Path) -> None:
     store = _open(tmp_path / "m.db")
     rng = np.random.default_rng(3)
@@ -104,7 +116,9 @@ def test_an_empty_table_reads_as_no_rows(tmp_path: Path) -> None:
         max_size=80,
     )
 )
-def test_any_history_of_writes_reads_as_vec0_answers(tmp_path_factory: pytest.TempPathFactory, ops: list) -> None:
+def test_any_history_of_writes_reads_as_vec0_answers(
+    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[int, str, str, str]]
+) -> None:
     store = _open(tmp_path_factory.mktemp("h") / "m.db")
     rng = np.random.default_rng(0)
     with store.write():
@@ -131,13 +145,7 @@ def test_any_history_of_writes_reads_as_vec0_answers(tmp_path_factory: pytest.Te
     ],
 )
 def test_anything_unexpected_gives_up_instead_of_guessing(tmp_path: Path, damage: str) -> None:
-    store = _open(tmp_path / "m.db")
-    rng = np.random.default_rng(5)
-    with store.write():
-        for pk in range(1, 40):
-            _put(store, pk, rng, "n", "active", "semantic", "an-agent-name-longer-than-the-slot")
-    table = store.vectors.table_for(MODEL)
-    assert table is not None
+    store, table = _one_namespace(tmp_path, 39, seed=5, agent="an-agent-name-longer-than-the-slot")
     with store.write():
         store.execute(damage.format(t=table))
     with store.read():
@@ -146,23 +154,18 @@ def test_anything_unexpected_gives_up_instead_of_guessing(tmp_path: Path, damage
 
 def test_a_vector_that_differs_from_vec0s_answer_is_caught(tmp_path: Path) -> None:
     """The spot check: the storage tables read consistently, but a sampled row is not what vec0 answers."""
-    store = _open(tmp_path / "m.db")
-    rng = np.random.default_rng(6)
-    with store.write():
-        for pk in range(1, 5):
-            _put(store, pk, rng, "n", "active", "semantic", "user")
-    table = store.vectors.table_for(MODEL)
-    assert table is not None
-    real = vec0_storage.read
+    store, table = _one_namespace(tmp_path, 4, seed=6)
     with store.read():
-        got = real(store, table, DIM)
+        got = vec0_storage.read(store, table, DIM)
         assert got is not None
         got.matrix[0] += 1.0
         with pytest.raises(vec0_storage.Layout):
             vec0_storage._spot_check(store, table, got)
 
 
-def test_the_index_built_from_storage_is_the_index_built_from_vec0(tmp_path: Path, monkeypatch) -> None:
+def test_the_index_built_from_storage_is_the_index_built_from_vec0(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = _open(tmp_path / "m.db")
     rng = np.random.default_rng(7)
     with store.write():
@@ -209,7 +212,7 @@ def test_rows_read_by_pk_are_what_vec0_answers(tmp_path: Path) -> None:
         assert vec0_storage.read_rows(store, table, DIM, asked) is None
 
 
-def test_the_index_catches_up_through_storage_or_vec0_alike(tmp_path: Path, monkeypatch) -> None:
+def test_the_index_catches_up_through_storage_or_vec0_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A second connection's writes reach an open index the same way whichever reader it uses."""
     path = tmp_path / "m.db"
     writer = _open(path)
@@ -241,7 +244,7 @@ def test_the_index_catches_up_through_storage_or_vec0_alike(tmp_path: Path, monk
     assert indexes[0] is not None and indexes[0]._storage is True
 
 
-def test_filters_of_a_model_are_what_vec0_lists(tmp_path: Path, monkeypatch) -> None:
+def test_filters_of_a_model_are_what_vec0_lists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = _open(tmp_path / "m.db")
     rng = np.random.default_rng(10)
     with store.write():
@@ -257,15 +260,10 @@ def test_filters_of_a_model_are_what_vec0_lists(tmp_path: Path, monkeypatch) -> 
 
 def test_a_slot_reused_after_a_delete_is_read_as_its_new_row(tmp_path: Path) -> None:
     """sqlite-vec gives a deleted row's slot to the next row of its partition: a read by pk follows the rowid table."""
-    store = _open(tmp_path / "m.db")
-    rng = np.random.default_rng(11)
+    store, table = _one_namespace(tmp_path, 5, seed=11)
     with store.write():
-        for pk in range(1, 6):
-            _put(store, pk, rng, "n", "active", "semantic", "user")
         store.vectors.delete(MODEL, 3)
-        _put(store, 7, rng, "n", "archived", "episodic", "someone-with-a-long-name")
-    table = store.vectors.table_for(MODEL)
-    assert table is not None
+        _put(store, 7, np.random.default_rng(12), "n", "archived", "episodic", "someone-with-a-long-name")
     with store.read():
         got = vec0_storage.read_rows(store, table, DIM, [3, 7])
         assert got is not None and sorted(got) == [7]
