@@ -10,25 +10,23 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
-import socket
 import tempfile
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from warm_service import serving, wait_for
 
 from engram_cli import Engram
 from engram_cli.store import connect
 from engram_cli.store.db import Store
 from engram_cli.store.knn import IndexOptions
 from engram_cli.store.vector_index import index_file
-from engram_cli.warm import client, locate, server
+from engram_cli.warm import client, locate
 from engram_cli.warm.protocol import Reply, Request, Stream
 
 MODEL = "test-model"
@@ -188,44 +186,6 @@ def _request() -> Request:
     return Request(["hooks", "prompt", "claude-code"], "engram", "/", {}, b"how do we deploy?", utf8, utf8, utf8)
 
 
-def _listening(path: str) -> bool:
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.connect(path)
-    except OSError:
-        return False
-    finally:
-        probe.close()
-    return True
-
-
-def _wait(condition: Callable[[], bool]) -> bool:
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return condition()
-
-
-@contextlib.contextmanager
-def _service(db: Path, answer: Callable[[Request], Reply], background: Callable[[], None]) -> Iterator[str]:
-    path = locate.socket_path(locate.database(str(db), os.environ), os.environ)
-    assert path is not None
-    stopped: list[str] = []
-    thread = threading.Thread(
-        target=lambda: stopped.append(server.serve(path, str(db), answer, lambda: 60.0, background=background))
-    )
-    thread.start()
-    try:
-        assert _wait(lambda: _listening(path) or bool(stopped)), stopped
-        yield path
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)  # a removed socket file stops the service
-        thread.join(WAIT_S)
-
-
 @pytest.mark.skipif(not locate.supported(), reason="the warm path needs Linux")
 def test_the_service_answers_while_it_builds_the_index_and_from_the_index_after(
     engram_home: Path, db_path: Path, runtime_dir: Path
@@ -251,12 +211,12 @@ def test_the_service_answers_while_it_builds_the_index_and_from_the_index_after(
             used = mem.store.vectors.index(model) is not None
         return Reply(0, f"{used} {hits[0].memory.content}".encode(), b"")
 
-    with _service(db_path, answer, build) as path:
+    with serving(db_path, answer, background=build, within=WAIT_S) as (path, _):
         before = client.ask(path, _request())
         assert before is not None and before.stdout == f"False {DEPLOY}".encode()
         assert _files(vectors) == []
         go.set()
-        assert _wait(done.is_set)
+        assert wait_for(done.is_set, WAIT_S)
         after = client.ask(path, _request())
         assert after is not None and after.stdout == f"True {DEPLOY}".encode()
         assert _files(vectors)
@@ -272,8 +232,8 @@ def test_a_failed_background_build_leaves_the_service_answering(db_path: Path, r
         failed.set()
         raise RuntimeError("the disk is full")
 
-    with _service(db_path, lambda request: Reply(0, b"answered", b""), build) as path:
-        assert _wait(failed.is_set)
+    with serving(db_path, lambda request: Reply(0, b"answered", b""), background=build, within=WAIT_S) as (path, _):
+        assert wait_for(failed.is_set, WAIT_S)
         for _ in range(2):
             reply = client.ask(path, _request())
             assert reply is not None and reply.stdout == b"answered"

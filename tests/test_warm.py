@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from warm_service import serving, socket_for, wait_for
 
 from engram_cli import launch
 from engram_cli.config import Paths
@@ -69,15 +70,6 @@ def _services(runtime: Path) -> list[int]:
     return found
 
 
-def _wait(condition: Callable[[], bool], seconds: float = STARTUP_S) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
-
-
 @pytest.fixture
 def shop(cli: Any, git_repo: Any) -> Path:
     repo: Path = git_repo("webshop")
@@ -103,16 +95,10 @@ def _run(argv: list[str], stdin: bytes, *, cold: bool, cwd: Path, env: dict[str,
     return done.returncode, done.stdout, done.stderr
 
 
-def _socket_for(db: Path) -> str:
-    path = locate.socket_path(locate.database(str(db), os.environ), os.environ)
-    assert path is not None
-    return path
-
-
 def _start(db: Path) -> str:
-    path = _socket_for(db)
+    path = socket_for(db)
     assert client.start_service(locate.database(str(db), os.environ), path)
-    assert _wait(lambda: os.path.exists(path)), "the service did not start"
+    assert wait_for(lambda: os.path.exists(path), STARTUP_S), "the service did not start"
     return path
 
 
@@ -170,27 +156,27 @@ def test_the_cold_path_starts_the_service_once_and_it_stops_when_idle(
     cli: Any, shop: Path, db_path: Path, tmp_path: Path, runtime_dir: Path
 ) -> None:
     cli("config", "set", "hooks.warm_idle_s", "8")
-    path = _socket_for(db_path)
+    path = socket_for(db_path)
     # No service: the hook answers itself and starts one for next time.
     code, out, _ = _run([*HOOK, "claude-code"], _payload(shop, "how do we deploy the webshop?"), cold=False,
                         cwd=tmp_path)  # fmt: skip
     assert code == 0 and DEPLOY.encode() in out
-    assert _wait(lambda: os.path.exists(path)), "the hook did not start the service"
+    assert wait_for(lambda: os.path.exists(path), STARTUP_S), "the hook did not start the service"
     assert len(_services(runtime_dir)) == 1
     # Hooks arriving together while the lock is held start nothing more.
     with ThreadPool(4) as started:
         assert started(lambda: client.start_service(locate.database(None, os.environ), path)) == [False] * 4
     assert len(_services(runtime_dir)) == 1
-    assert _wait(lambda: not _services(runtime_dir), 60), "the service did not stop when idle"
+    assert wait_for(lambda: not _services(runtime_dir), 60), "the service did not stop when idle"
     assert not os.path.exists(path)
 
 
 def test_concurrent_hooks_start_exactly_one_service(shop: Path, db_path: Path, runtime_dir: Path) -> None:
-    path = _socket_for(db_path)
+    path = socket_for(db_path)
     with ThreadPool(4) as started:
         results = started(lambda: client.start_service(locate.database(None, os.environ), path))
     assert sorted(results) == [False, False, False, True]
-    assert _wait(lambda: os.path.exists(path))
+    assert wait_for(lambda: os.path.exists(path), STARTUP_S)
     assert len(_services(runtime_dir)) == 1
 
 
@@ -226,14 +212,14 @@ def test_warm_idle_s_zero_turns_the_warm_path_off(cli: Any, shop: Path, db_path:
     cli("config", "set", "hooks.warm_idle_s", "0")
     launch._start_service(None)
     assert not any(runtime_dir.rglob("*")), "nothing is started, not even a lock file"
-    path = _socket_for(db_path)
+    path = socket_for(db_path)
     answered: list[Request] = []
     reason = server.serve(path, str(db_path), _answering(answered), lambda: 0.0)
     assert "off" in reason and not os.path.exists(path)
 
 
 def test_the_service_for_a_missing_database_does_not_start(tmp_path: Path) -> None:
-    path = _socket_for(tmp_path / "none.db")
+    path = socket_for(tmp_path / "none.db")
     assert server.serve(path, str(tmp_path / "none.db"), _answering([]), lambda: 60.0) == "no database"
     assert not os.path.exists(path)
 
@@ -255,33 +241,6 @@ def _answering(seen: list[Request]) -> Callable[[Request], Reply]:
     return answer
 
 
-@contextlib.contextmanager
-def _service(db: Path, answer: Callable[[Request], Reply], idle: float = 60.0) -> Iterator[tuple[str, list[str]]]:
-    """``server.serve`` in a thread with a stand-in answer; yields the socket path and, at the end, why it stopped."""
-    path = _socket_for(db)
-    stopped: list[str] = []
-    thread = threading.Thread(target=lambda: stopped.append(server.serve(path, str(db), answer, lambda: idle)))
-    thread.start()
-    try:
-        assert _wait(lambda: _listening(path) or bool(stopped), 10)
-        yield path, stopped
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)  # a removed socket file stops the service
-        thread.join(10)
-
-
-def _listening(path: str) -> bool:
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.connect(path)
-    except OSError:
-        return False
-    finally:
-        probe.close()
-    return True
-
-
 @pytest.fixture
 def db_file(tmp_path: Path) -> Path:
     db = tmp_path / "stand-in.db"
@@ -292,7 +251,7 @@ def db_file(tmp_path: Path) -> Path:
 def test_a_request_round_trips_byte_for_byte(db_file: Path) -> None:
     seen: list[Request] = []
     odd = "caf\udcc3-\ud800"  # lone surrogates, as Python decodes a path that is not UTF-8
-    with _service(db_file, _answering(seen)) as (path, _):
+    with serving(db_file, _answering(seen)) as (path, _):
         request = _request("é \xff".encode("latin-1"))
         request.argv.append(odd)
         reply = client.ask(path, request)
@@ -305,7 +264,7 @@ def test_a_request_round_trips_byte_for_byte(db_file: Path) -> None:
 def test_a_request_its_hook_gave_up_on_is_not_run(db_file: Path) -> None:
     """A hook that stopped waiting has run the command itself: running it again would count accesses twice."""
     seen: list[Request] = []
-    with _service(db_file, _answering(seen)) as (path, _):
+    with serving(db_file, _answering(seen)) as (path, _):
         late = _request()
         late.deadline = time.time() - 1
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -320,7 +279,7 @@ def test_a_request_its_hook_gave_up_on_is_not_run(db_file: Path) -> None:
 
 
 def test_no_service_and_a_dead_one_are_no_answer(db_file: Path) -> None:
-    path = _socket_for(db_file)
+    path = socket_for(db_file)
     assert client.ask(path, _request()) is None  # nothing there
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -328,7 +287,7 @@ def test_no_service_and_a_dead_one_are_no_answer(db_file: Path) -> None:
     dead.close()  # the file stays: a crashed service's socket
     assert client.ask(path, _request()) is None
     seen: list[Request] = []
-    with _service(db_file, _answering(seen)) as (path, _):  # the next service removes the stale file
+    with serving(db_file, _answering(seen)) as (path, _):  # the next service removes the stale file
         assert client.ask(path, _request()) is not None
 
 
@@ -358,7 +317,7 @@ def test_a_slow_service_is_no_answer(db_file: Path) -> None:
 @contextlib.contextmanager
 def _fake_service(db: Path, behave: Callable[[socket.socket], None]) -> Iterator[str]:
     """A socket at the service's place that reads a request and then does ``behave``; holds the service's lock."""
-    path = _socket_for(db)
+    path = socket_for(db)
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     lock = server.take_lock(path, None)
     assert lock is not None
@@ -402,7 +361,7 @@ def test_a_hook_whose_service_answers_garbage_answers_itself(shop: Path, tmp_pat
 
 def test_the_service_refuses_another_user(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[Request] = []
-    with _service(db_file, _answering(seen)) as (path, _):
+    with serving(db_file, _answering(seen)) as (path, _):
         monkeypatch.setattr(server, "peer_uid", lambda sock: os.getuid() + 1)
         assert client.ask(path, _request()) is None
         monkeypatch.undo()
@@ -412,14 +371,14 @@ def test_the_service_refuses_another_user(db_file: Path, monkeypatch: pytest.Mon
 
 def test_the_client_refuses_a_service_of_another_user(db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[Request] = []
-    with _service(db_file, _answering(seen)) as (path, _):
+    with serving(db_file, _answering(seen)) as (path, _):
         monkeypatch.setattr(client, "peer_uid", lambda sock: os.getuid() + 1)
         assert client.ask(path, _request()) is None
     assert seen == []  # the prompt was never sent
 
 
 def test_a_directory_others_may_enter_is_not_used(db_file: Path, runtime_dir: Path) -> None:
-    path = _socket_for(db_file)
+    path = socket_for(db_file)
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     os.chmod(os.path.dirname(path), 0o755)
     assert not locate.private_dir(os.path.dirname(path), create=True)
@@ -428,7 +387,7 @@ def test_a_directory_others_may_enter_is_not_used(db_file: Path, runtime_dir: Pa
 
 
 def test_the_socket_and_its_directory_are_private(db_file: Path) -> None:
-    with _service(db_file, _answering([])) as (path, _):
+    with serving(db_file, _answering([])) as (path, _):
         assert os.stat(path).st_mode & 0o777 == 0o600
         assert os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700
 
@@ -437,18 +396,18 @@ def test_the_socket_and_its_directory_are_private(db_file: Path) -> None:
 
 
 def test_the_service_stops_when_its_database_is_replaced(db_file: Path, tmp_path: Path) -> None:
-    with _service(db_file, _answering([])) as (_path, stopped):
+    with serving(db_file, _answering([])) as (_path, stopped):
         replacement = tmp_path / "restored.db"
         replacement.write_bytes(b"a restored backup")
         os.replace(replacement, db_file)
-        assert _wait(lambda: bool(stopped), 10)
+        assert wait_for(lambda: bool(stopped), 10)
     assert stopped == ["the database file was deleted or replaced"]
 
 
 def test_the_service_stops_when_its_database_is_deleted(db_file: Path) -> None:
-    with _service(db_file, _answering([])) as (path, stopped):
+    with serving(db_file, _answering([])) as (path, stopped):
         db_file.unlink()
-        assert _wait(lambda: bool(stopped), 10)
+        assert wait_for(lambda: bool(stopped), 10)
         assert not os.path.exists(path)
     assert stopped == ["the database file was deleted or replaced"]
 
@@ -459,17 +418,17 @@ def test_the_service_stops_when_engram_is_upgraded(
     version = tmp_path / "_version.py"
     version.write_text('__version__ = "1"\n')
     monkeypatch.setattr(locate, "version_file", lambda: str(version))
-    with _service(db_file, _answering([])) as (_path, stopped):
+    with serving(db_file, _answering([])) as (_path, stopped):
         new = tmp_path / "new_version.py"
         new.write_text('__version__ = "2"\n')
         os.replace(new, version)
-        assert _wait(lambda: bool(stopped), 10)
+        assert wait_for(lambda: bool(stopped), 10)
     assert stopped == ["engram was upgraded"]
 
 
 def test_the_service_stops_when_idle(db_file: Path) -> None:
-    with _service(db_file, _answering([]), idle=0.5) as (path, stopped):
-        assert _wait(lambda: bool(stopped), 10)
+    with serving(db_file, _answering([]), idle=0.5) as (path, stopped):
+        assert wait_for(lambda: bool(stopped), 10)
         assert not os.path.exists(path)
     assert stopped == ["idle"]
 
