@@ -84,17 +84,25 @@ def read(store: Database, table: str, dim: int, *, vectors: bool = True) -> Tabl
         return None
 
 
-def _columns(store: Database, name: str) -> list[str]:
-    return [str(row[1]) for row in store.rows(f'PRAGMA table_info("{name}")')]
-
-
-def _read(store: Database, table: str, dim: int) -> Table:
+def _check_layout(store: Database, table: str) -> None:
+    """The storage tables of ``table`` must have the columns this reader expects."""
     for suffix, expected in _SHADOW_COLUMNS.items():
-        have = _columns(store, f"{table}_{suffix}")
         # The rowid of a table is not a listed column unless declared; "rowid PRIMARY KEY" is.
+        have = [str(row[1]) for row in store.rows(f'PRAGMA table_info("{table}_{suffix}")')]
         if have != expected:
             raise Layout(f"{table}_{suffix} has columns {have}")
 
+
+def _vec0_row(store: Database, table: str, pk: int) -> tuple[bytes, tuple[str, ...]] | None:
+    """What vec0 itself answers for ``pk``: its vector's bytes and its namespace, status, type and agent."""
+    found = store.one(
+        f"SELECT embedding, namespace, status, memory_type, agent_id FROM {table} WHERE memory_pk = ?", (pk,)
+    )
+    return None if found is None else (bytes(found[0]), tuple(str(v) for v in found[1:]))
+
+
+def _read(store: Database, table: str, dim: int) -> Table:
+    _check_layout(store, table)
     slots: list[Chunk] = []
     partitions: list[str] = []
     for chunk_id, size, _seq, partition, validity, rowids in store.rows(
@@ -240,13 +248,11 @@ def _spot_check(store: Database, table: str, got: Table) -> None:
     picks = np.unique(np.linspace(0, n - 1, num=min(SAMPLE, n)).astype(np.int64))
     for row in picks.tolist():
         pk = int(got.pks[row])
-        found = store.one(
-            f"SELECT embedding, namespace, status, memory_type, agent_id FROM {table} WHERE memory_pk = ?", (pk,)
-        )
-        if found is None or (got.matrix.shape[1] and bytes(found[0]) != got.matrix[row].tobytes()):
+        found = _vec0_row(store, table, pk)
+        if found is None or (got.matrix.shape[1] and found[0] != got.matrix[row].tobytes()):
             raise Layout(f"row {pk} differs from vec0's answer")
         held = tuple(got.vocab[name][int(got.codes[name][row])] for name in ("ns", "status", "mtype", "agent"))
-        if held != tuple(str(v) for v in found[1:]):
+        if held != found[1]:
             raise Layout(f"row {pk}'s columns differ from vec0's answer")
 
 
@@ -270,9 +276,8 @@ def read_rows(
 def _read_rows(store: Database, table: str, dim: int, pks: Sequence[int], check_layout: bool) -> dict[int, StoredRow]:
     from engram_cli.store.sql import chunks, marks
 
-    for suffix, expected in _SHADOW_COLUMNS.items() if check_layout else ():
-        if _columns(store, f"{table}_{suffix}") != expected:
-            raise Layout(f"{table}_{suffix} has other columns")
+    if check_layout:
+        _check_layout(store, table)
     where: dict[int, tuple[int, int]] = {}
     for part in chunks(list(pks)):
         for pk, chunk_id, offset in store.rows(
@@ -349,9 +354,7 @@ def _slot(conn: Any, blobs: dict[str, Any], table: str, column: str, chunk_id: i
 
 def same_as_vec0(store: Database, table: str, pk: int, row: StoredRow | None) -> bool:
     """Whether vec0 itself answers ``row`` for ``pk`` (None: that it has no such row)."""
-    found = store.one(
-        f"SELECT embedding, namespace, status, memory_type, agent_id FROM {table} WHERE memory_pk = ?", (pk,)
-    )
+    found = _vec0_row(store, table, pk)
     if found is None or row is None:
         return found is None and row is None
-    return bytes(found[0]) == row[0].tobytes() and tuple(str(v) for v in found[1:]) == row[1:]
+    return found[0] == row[0].tobytes() and found[1] == row[1:]
