@@ -9,6 +9,7 @@ import pytest
 
 from engram_cli.lang import text as textmod
 from engram_cli.store import keywords as keywordsmod
+from engram_cli.store.sql import where
 
 WORDS = ["deploy", "rollback", "cache", "queue", "schema", "token", "invoice", "search"]
 
@@ -31,32 +32,56 @@ def filled(engram: Any) -> Any:
 QUERIES = ["deploy the cache", "rollback schema token", "invoice search queue step", "deploy", "plan"]
 
 
-def test_search_from_the_head_of_the_matches_answers_as_ranking_them_all(
+def _ranked_in_sql(store: Any, terms: list[str], filters: Any, limit: int) -> list[tuple[int, float]]:
+    """The answer by definition: every match ranked by BM25 (ties by pk), joined to the filters in SQL."""
+    clause, params = where(filters)
+    rows = store.rows(
+        "WITH hits AS MATERIALIZED (SELECT rowid AS pk, bm25(memory_fts) AS rank FROM memory_fts "
+        "WHERE memory_fts MATCH ?) "
+        f"SELECT h.pk, h.rank FROM hits h JOIN memories m ON m.pk = h.pk WHERE {clause} ORDER BY h.rank, h.pk LIMIT ?",
+        [keywordsmod.match_expression(terms), *params, limit],
+    )
+    return [(int(pk), -float(rank)) for pk, rank in rows]
+
+
+def test_searching_answers_as_ranking_every_match_under_the_filters(
     filled: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = filled.store
-    every = [filled.filters(all_namespaces=True), filled.filters(all_namespaces=True, type="semantic")]
-    used: list[bool] = []
-    head = store.keywords._search_head
+    keywords = store.keywords
+    every = filled.filters(all_namespaces=True)
+    alpha = filled.filters(namespace="alpha")
+    scopes = [every, replace(every, types=["semantic"]), alpha, replace(alpha, types=["semantic"])]
+    heads: list[int] = []
+    stretches: list[int] = []
+    head, check = keywords._head, keywordsmod.passing
 
-    def spy(*args: Any) -> Any:
+    def head_spy(*args: Any) -> Any:
         found = head(*args)
-        used.append(found is not None)
+        heads.append(len(found[0]))
         return found
 
+    def passing_spy(*args: Any) -> Any:
+        stretches.append(len(args[1]))
+        return check(*args)
+
+    # A short head and first stretch, so that both fall short often and the walk goes on.
+    monkeypatch.setattr(keywordsmod, "HEAD_PER_LIMIT", 2)
+    monkeypatch.setattr(keywords, "_head", head_spy)
+    monkeypatch.setattr(keywordsmod, "passing", passing_spy)
     for limit in (3, 7, 20):
-        for filters in every:
-            for query in QUERIES:
-                terms = textmod.query_terms(query)
-                monkeypatch.setattr(keywordsmod, "HEAD_PER_LIMIT", 2)
-                monkeypatch.setattr(store.keywords, "_search_head", spy)
-                fast = store.keywords.search(terms, filters, limit)
-                monkeypatch.setattr(store.keywords, "_search_head", lambda *a: None)
-                full = store.keywords.search(terms, filters, limit)
-                assert fast == full, (query, limit, filters)
-    # The head answered most searches itself, and there were ties for it to keep in order.
-    assert sum(used) > len(used) // 2
-    tied = [score for _, score in store.keywords.search(["deploy"], every[0], 20)]
+        for query in QUERIES:
+            terms = textmod.query_terms(query)
+            expected = [_ranked_in_sql(store, terms, filters, limit) for filters in scopes]
+            # Without a namespace filter from the head, else (or when the head falls short) from every match.
+            assert keywords.search_many(terms, scopes[:2], limit) == expected[:2], (query, limit)
+            assert keywords.search_many(terms, scopes, limit) == expected, (query, limit)
+            for filters, answer in zip(scopes, expected, strict=True):
+                assert keywords.search(terms, filters, limit) == answer, (query, limit, filters)
+    assert heads, "no search took the head"
+    # Some walks went past their first stretch (each stretch four times the last).
+    assert any(later == 4 * first for first, later in zip(stretches, stretches[1:], strict=False))
+    tied = [score for _, score in keywords.search(["deploy"], every, 20)]
     assert len(set(tied)) < len(tied)
 
 

@@ -143,8 +143,6 @@ def _vector_candidates(
     return store.vectors.similarities(model_id, qvec, pks)[:want]
 
 
-def _keyword_candidates(store: Store, query: str, filters: Filters, want: int) -> list[tuple[int, float]]:
-    return store.keywords.search(textmod.query_terms(query), filters, want)
 
 
 def recall(
@@ -209,14 +207,22 @@ def recall(
             if cross is not None:
                 found = _vector_candidates(store, model_id, cross[1], filters, want, near[model_id][1])
                 cross_lists[model_id] = (cross[0], found)
-        keyword = _keyword_candidates(store, query, filters, want) if settings.keyword_weight > 0 else []
-        timed: dict[str, list[tuple[int, float]]] = {}
+        window = None
         if when is not None:
             window = replace(filters, since=_later(filters.since, when.start), until=_earlier(filters.until, when.end))
+        keyword: list[tuple[int, float]] = []
+        in_window: list[list[tuple[int, float]]] = []
+        if settings.keyword_weight > 0:
+            # The time window's list comes from the same ranking of the matches as the query's.
+            keyword, *in_window = store.keywords.search_many(
+                textmod.query_terms(query), [filters] if window is None else [filters, window], want
+            )
+        timed: dict[str, list[tuple[int, float]]] = {}
+        if window is not None:
             for model_id, qvec in query_vectors.items() if settings.vector_weight > 0 else []:
                 timed[f"vector:{model_id}"] = _vector_candidates(store, model_id, qvec, window, want, near[model_id][0])
-            if settings.keyword_weight > 0:
-                timed["keyword"] = _keyword_candidates(store, query, window, want)
+        if in_window:
+            timed["keyword"] = in_window[0]
 
     fused: dict[int, dict[str, Any]] = {}
     for model_id, hits in vector_lists.items():

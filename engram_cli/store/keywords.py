@@ -11,14 +11,16 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from engram_cli.memory.model import Filters
-from engram_cli.store.sql import where
+from engram_cli.store.sql import passing
 
 if TYPE_CHECKING:
     from engram_cli.store.database import Database
 
-# How many of the best matches, per hit wanted, a search without a namespace filter ranks before it falls back
-# to ranking every match.
+# How many of the best matches, per hit wanted, a search without a namespace filter takes from FTS5 before it
+# falls back to ranking every match; also the first stretch of the ranking checked against the filters.
 HEAD_PER_LIMIT = 8
 
 
@@ -45,48 +47,82 @@ class Keywords:
     def search(self, terms: Sequence[str], filters: Filters, limit: int) -> list[tuple[int, float]]:
         """Up to ``limit`` memories passing ``filters`` that have any of ``terms``: (pk, score), best first.
 
-        The score is BM25 turned so that higher is better.
+        The score is BM25 turned so that higher is better; equal scores rank by pk.
+        """
+        return self.search_many(terms, [filters], limit)[0]
+
+    def search_many(
+        self, terms: Sequence[str], filter_sets: Sequence[Filters], limit: int
+    ) -> list[list[tuple[int, float]]]:
+        """:meth:`search` under each of ``filter_sets``, FTS5 ranking the matches once for them all.
+
+        Recall asks twice for one query (its filters, and those narrowed to a time window): ranking every
+        match is most of a search's cost, so it is done once and each set of filters walks the ranking.
         """
         match = match_expression(terms)
         if match is None:
-            return []
-        clause, params = where(filters)
-        rows: list[tuple[int, float]] | None = None
-        # Without a namespace or model filter the join below walks the matches in pk order, whatever their number;
-        # with one, SQLite walks that filter's index instead, and ties would come in its order.
-        if filters.namespaces is None and filters.embedding_model is None:
-            rows = self._search_head(match, clause, params, limit)
-        if rows is None:
-            # The full-text matches are materialised first, then joined to the filters by primary key. Written as
-            # "rowid IN (filtered memories)", SQLite hands every filtered rowid to FTS5 as a separate lookup: 2.8 s
-            # per query at 40k memories instead of milliseconds.
-            rows = self.store.rows(
-                "WITH hits AS MATERIALIZED (SELECT rowid AS pk, bm25(memory_fts) AS rank FROM memory_fts "
-                "WHERE memory_fts MATCH ?) "
-                f"SELECT h.pk, h.rank FROM hits h JOIN memories m ON m.pk = h.pk WHERE {clause} "
-                "ORDER BY h.rank LIMIT ?",
-                [match, *params, limit],
-            )
-        return [(int(pk), -float(rank)) for pk, rank in rows]
+            return [[] for _ in filter_sets]
+        found: list[list[tuple[int, float]] | None] = [None] * len(filter_sets)
+        # Without a namespace or model filter, most of the best matches pass the filters: FTS5 sorts its
+        # matches itself and only the head leaves SQLite.
+        if all(f.namespaces is None and f.embedding_model is None for f in filter_sets):
+            head = self._head(match, HEAD_PER_LIMIT * limit)
+            for i, filters in enumerate(filter_sets):
+                kept = self._walk(head, filters, limit)
+                found[i] = kept if len(kept) >= limit else None
+        if any(f is None for f in found):
+            ranked = self._ranked(match)
+            for i, filters in enumerate(filter_sets):
+                if found[i] is None:
+                    found[i] = self._walk(ranked, filters, limit)
+        return [f or [] for f in found]
 
-    def _search_head(self, match: str, clause: str, params: list[object], limit: int) -> list[tuple[int, float]] | None:
-        """The answer of :meth:`search` from the best ``HEAD_PER_LIMIT * limit`` matches alone; None when they
-        hold fewer than ``limit`` that pass the filters (then only all the matches can tell).
+    def _ranked(self, match: str) -> tuple[np.ndarray, np.ndarray]:
+        """Every match of ``match``: (pks, BM25 ranks, lower is better), best first and equal ranks in pk order."""
+        rows = self.store.rows("SELECT rowid, bm25(memory_fts) FROM memory_fts WHERE memory_fts MATCH ?", (match,))
+        if not rows:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+        pks = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        ranks = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+        order = np.lexsort((pks, ranks))
+        return pks[order], ranks[order]
 
-        FTS5 ranks its matches itself (``ORDER BY rank``), so only the head is joined and sorted. The matches
-        tied with the last of the head are left out, so what is kept is every match better than it; it is
-        kept in pk order, as the full match list comes, so that ties rank in the same order either way.
+    def _head(self, match: str, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """The best ``size`` matches, ranked as :meth:`_ranked` ranks them all.
+
+        The matches tied with the last of the head are left out (unless the head holds every match), so
+        what is kept is every match better than it, in the same order as in the whole ranking.
         """
-        head = HEAD_PER_LIMIT * limit
         rows = self.store.rows(
-            "WITH head AS MATERIALIZED (SELECT rowid AS pk, bm25(memory_fts) AS rank FROM memory_fts "
-            "WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?), "
-            "hits AS MATERIALIZED (SELECT pk, rank FROM head WHERE (SELECT count(*) FROM head) < ? "
-            "OR rank < (SELECT max(rank) FROM head) ORDER BY pk) "
-            f"SELECT h.pk, h.rank FROM hits h JOIN memories m ON m.pk = h.pk WHERE {clause} ORDER BY h.rank LIMIT ?",
-            [match, head, head, *params, limit],
+            "SELECT rowid, bm25(memory_fts) AS rank FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?",
+            (match, size),
         )
-        return rows if len(rows) >= limit else None
+        if len(rows) >= size:
+            last = rows[-1][1]
+            rows = [r for r in rows if r[1] < last]
+        if not rows:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+        pks = np.array([r[0] for r in rows], dtype=np.int64)
+        ranks = np.array([r[1] for r in rows], dtype=np.float64)
+        order = np.lexsort((pks, ranks))
+        return pks[order], ranks[order]
+
+    def _walk(self, ranked: tuple[np.ndarray, np.ndarray], filters: Filters, limit: int) -> list[tuple[int, float]]:
+        """The first ``limit`` of ``ranked`` that pass ``filters``, as (pk, score).
+
+        The ranking is checked against the filters a stretch at a time, each stretch four times the last:
+        broad filters stop after the first, narrow ones take a few statements whatever the matches' number.
+        """
+        pks, ranks = ranked
+        kept: list[tuple[int, float]] = []
+        start, stretch = 0, HEAD_PER_LIMIT * limit
+        while start < len(pks) and len(kept) < limit:
+            part = pks[start : start + stretch].tolist()
+            held = passing(self.store, part, filters)
+            kept.extend((pk, -float(ranks[start + i])) for i, pk in enumerate(part) if pk in held)
+            start += stretch
+            stretch *= 4
+        return kept[:limit]
 
     def term_counts(self, terms: Sequence[str], pks: Sequence[int]) -> dict[str, tuple[int, set[int]]]:
         """term -> (how many keyword rows hold it, which of ``pks`` do), stemmed as the index stems it.

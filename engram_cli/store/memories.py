@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from engram_cli.errors import ConflictError, NotFound
 from engram_cli.memory.model import Filters, Memory
 from engram_cli.store.codec import dumps
-from engram_cli.store.sql import chunks, marks, where
+from engram_cli.store.sql import chunks, marks, passing, where
 
 if TYPE_CHECKING:
     from engram_cli.store.database import Database
@@ -542,16 +542,7 @@ class Memories:
 
     def passing(self, pks: Sequence[int], filters: Filters) -> set[int]:
         """Which of ``pks`` pass ``filters``."""
-        if not pks:
-            return set()
-        clause, params = where(filters)
-        # CROSS JOIN keeps SQLite on the given pks: left to itself it walks the scope index of the whole
-        # namespace (tens of thousands of rows) to check a few hundred.
-        rows = self.store.rows(
-            f"SELECT m.pk FROM json_each(?) j CROSS JOIN memories m ON m.pk = j.value WHERE {clause}",
-            [json.dumps([int(pk) for pk in pks]), *params],
-        )
-        return {int(r[0]) for r in rows}
+        return passing(self.store, pks, filters)
 
     def count(self, filters: Filters | None = None) -> int:
         """How many memories pass ``filters``; all of them when there are none."""

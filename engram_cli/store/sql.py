@@ -1,11 +1,16 @@
-"""SQL pieces every repository uses: placeholder lists, IN-list chunks, and Filters as a WHERE clause."""
+"""SQL pieces every repository uses: placeholder lists, IN-list chunks, Filters as a WHERE clause, and which
+memories pass them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engram_cli.memory.model import Filters
+
+if TYPE_CHECKING:
+    from engram_cli.store.database import Database
 
 CHUNK = 500  # values per IN (...) list
 
@@ -59,3 +64,17 @@ def where(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
         clauses.append(f"{a}.session_id = ?")
         params.append(filters.session)
     return (" AND ".join(clauses) or "1"), params
+
+
+def passing(db: Database, pks: Sequence[int], filters: Filters) -> set[int]:
+    """Which of the memories ``pks`` pass ``filters``."""
+    if not pks:
+        return set()
+    clause, params = where(filters)
+    # CROSS JOIN keeps SQLite on the given pks: left to itself it walks the scope index of the whole
+    # namespace (tens of thousands of rows) to check a few hundred.
+    rows = db.rows(
+        f"SELECT m.pk FROM json_each(?) j CROSS JOIN memories m ON m.pk = j.value WHERE {clause}",
+        [json.dumps([int(pk) for pk in pks]), *params],
+    )
+    return {int(r[0]) for r in rows}
