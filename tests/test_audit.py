@@ -11,11 +11,15 @@ from typing import Any
 import numpy as np
 import pytest
 
+import engram_cli.memory.audit as auditmod
 from engram_cli import Engram
 from engram_cli.embed import load_embedder
+from engram_cli.errors import StoreError
 from engram_cli.lang import text as textmod
 from engram_cli.memory.audit import NOT_SCANNED, SCANNED, index_table
+from engram_cli.memory.audit import beside as besidemod
 from engram_cli.memory.model import Source
+from engram_cli.store.maintenance import Maintenance
 
 E5 = "multilingual-e5-small-q4-v1"
 MINILM = "all-minilm-l6-v2-q8-v1"
@@ -91,6 +95,67 @@ def test_integrity_reports_broken_foreign_keys(engram: Engram, cli: Any) -> None
     assert check.count == 1 and check.problem
     assert "tags row" in check.examples[0]["detail"] and "memories" in check.examples[0]["detail"]
     assert cli("audit", "--strict", ok=False).exit_code == 1
+
+
+def test_integrity_and_secrets_run_beside_the_other_checks_or_on_the_store_without_a_second_connection(
+    engram: Engram, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engram.add(FACTS[0])
+    engram.add(f"CI deploys with key {AWS_ID} and password={PASSWORD}", keep_secrets=True)
+    engram.store.execute("PRAGMA foreign_keys = OFF")
+    engram.store.execute("INSERT INTO tags (memory_pk, tag) VALUES (4242, 'lost')")
+    engram.store.execute("PRAGMA foreign_keys = ON")
+    # Per check run: whether it read through the store's own connection.
+    on_store: dict[str, list[bool]] = {"integrity": [], "secrets": []}
+    problems, memory_text = Maintenance.integrity_problems, Maintenance.memory_text
+
+    def integrity_spy(self: Maintenance, quick: bool = False) -> list[str]:
+        on_store["integrity"].append(self.store is engram.store)
+        return problems(self, quick)
+
+    def text_spy(self: Maintenance, *args: Any) -> Any:
+        if args[0] == "memories":
+            on_store["secrets"].append(self.store is engram.store)
+        return memory_text(self, *args)
+
+    monkeypatch.setattr(Maintenance, "integrity_problems", integrity_spy)
+    monkeypatch.setattr(Maintenance, "memory_text", text_spy)
+    beside = engram.audit()
+    monkeypatch.setattr(besidemod, "open_reader", _no_second_connection)
+    alone = engram.audit()
+    assert on_store == {"integrity": [False, True], "secrets": [False, True]}
+    for report in (beside, alone):
+        check = report.check("integrity")
+        assert check.count == 1 and "tags row" in check.examples[0]["detail"]
+        assert check.details == {"mode": "integrity_check"}
+    assert beside.check("secrets").count == alone.check("secrets").count == 1
+    assert [c.name for c in beside.checks] == [c.name for c in alone.checks] == CHECKS
+    # What --fix would repair is the same either way.
+    fixed = engram.audit(fix=True)
+    assert fixed.check("secrets").fixed == 1 and engram.audit().check("secrets").count == 0
+
+
+def _no_second_connection(path: Path) -> Any:
+    raise StoreError(f"cannot open {path} again")
+
+
+def test_an_audit_that_fails_stops_the_checks_beside_it(engram: Engram, monkeypatch: pytest.MonkeyPatch) -> None:
+    engram.add(FACTS[0])
+    started: list[Any] = []
+    start = besidemod.Beside.__init__
+
+    def spy(self: Any, *args: Any) -> None:
+        start(self, *args)
+        started.append(self)
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("a check failed")
+
+    monkeypatch.setattr(besidemod.Beside, "__init__", spy)
+    monkeypatch.setattr(auditmod, "_pair_checks", broken)
+    with pytest.raises(RuntimeError, match="a check failed"):
+        engram.audit()
+    assert len(started) == 2 and not any(b._thread.is_alive() for b in started)
 
 
 def _plant_secrets() -> str:

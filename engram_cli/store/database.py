@@ -283,6 +283,11 @@ class Database:
     def schema_version(self) -> int:
         return int(self.scalar(f"SELECT coalesce(max(id), 0) FROM {MIGRATIONS_TABLE}") or 0)
 
+    def interrupt(self) -> None:
+        """Stop the statement running on this connection (from another thread); nothing when it is closed."""
+        with contextlib.suppress(apsw.ConnectionClosedError):
+            self.conn.interrupt()
+
     def close(self) -> None:
         try:
             self.conn.close()

@@ -316,6 +316,28 @@ def connect(
     return store
 
 
+def open_reader(path: Path, busy_timeout_ms: int = Settings().store.busy_timeout_ms) -> Database:
+    """A second, read-only connection to the database at ``path`` (already opened and migrated by a Store),
+    for reading in another thread while the Store's own connection goes on: apsw connections are not
+    shared between threads. Raises StoreError (or DatabaseDamaged) when the file cannot be opened again.
+    """
+    path = Path(path)
+    try:
+        conn = _open_read_only(path)
+    except apsw.CantOpenError as exc:
+        raise StoreError(f"cannot open {path} again", hint="check the path and its permissions") from exc
+    except (apsw.NotADBError, apsw.CorruptError) as exc:
+        raise _not_a_database(path, exc) from exc
+    reader = Database(conn, path, read_only="a second connection, only to read")
+    try:
+        conn.set_busy_timeout(busy_timeout_ms)
+        _load_vec(conn)
+    except BaseException:
+        reader.close()
+        raise
+    return reader
+
+
 def connect_read_only(path: Path) -> Store:
     """Open an existing database only to read it, whatever its permissions, never migrating
     or writing it: for copying rows out of a damaged file.

@@ -38,6 +38,7 @@ from datetime import datetime
 
 from engram_cli.errors import DatabaseDamaged, InvalidInput
 from engram_cli.memory import repair
+from engram_cli.memory.audit.beside import Beside
 from engram_cli.memory.audit.index import _index, _other_model
 from engram_cli.memory.audit.integrity import _integrity, _unreadable
 from engram_cli.memory.audit.pairs import MAX_PAIRS, SIGNATURE_BYTES, _pair_checks
@@ -59,7 +60,10 @@ from engram_cli.memory.audit.vector_cache import _vector_index
 from engram_cli.memory.model import Filters
 from engram_cli.memory.reembed import TARGET_MODEL_KEY
 from engram_cli.memory.repair import Action, Repairs, Work
+from engram_cli.store.database import Database
 from engram_cli.store.db import Store
+from engram_cli.store.maintenance import Maintenance
+from engram_cli.store.memories import MemoryRow
 from engram_cli.timeutil import now as utcnow
 from engram_cli.timeutil import to_iso
 
@@ -96,20 +100,46 @@ class _Scan:
 def _scan(store: Store, settings: AuditSettings, scope: _Scope, moment: datetime) -> _Scan:
     work = Work()
     n = settings.examples
+    quick, contact = settings.quick, settings.contact
+
+    def integrity(db: Database) -> tuple[Check, DatabaseDamaged | None]:
+        return _integrity(Maintenance(db), store.path, quick, n)
+
+    def secrets(db: Database, rows: list[MemoryRow]) -> tuple[Check, Work]:
+        # What it finds to repair goes to a Work of its own, so that a run that failed half way leaves nothing.
+        found = Work()
+        return _secrets(Maintenance(db), rows, scope, n, found, contact), found
+
+    # The integrity check (SQLite reading every page) and the secrets check (every text column) run in
+    # threads of their own, each on a second connection, while this one runs the other checks.
+    integrity_beside = Beside(store.path, integrity, "integrity check")
+    secrets_beside: Beside[tuple[Check, Work]] | None = None
     with store.read():
-        integrity, damage = _integrity(store, settings.quick, n)
         try:
             rows = store.memories.scan(Filters(namespaces=scope.namespaces, statuses=[]))
-            checks = [integrity, _secrets(store, rows, scope, n, work, settings.contact)]
-            checks.extend(_index(store, rows, n, work))
+            secrets_beside = Beside(store.path, lambda db: secrets(db, rows), "secrets check")
+            checks = list(_index(store, rows, n, work))
             checks.append(_vector_index(store, n, work))
             checks.append(_other_model(rows, settings.active_model, store.setting(TARGET_MODEL_KEY)))
             checks.extend(_pair_checks(store, rows, settings, work))
             checks.extend(_age_checks(rows, settings, moment))
+            secrets_check, in_secrets = secrets_beside.result() or secrets(store, rows)
+            work.secret_pks, work.secret_event_pks, work.secret_rows = (
+                in_secrets.secret_pks, in_secrets.secret_event_pks, in_secrets.secret_rows,
+            )  # fmt: skip
         except DatabaseDamaged as exc:
-            _unreadable(integrity, exc)
-            return _Scan({integrity.name: integrity}, Work(), exc)
-    return _Scan({c.name: c for c in checks}, work, damage)
+            if secrets_beside is not None:
+                secrets_beside.stop()
+            integrity_check, _ = integrity_beside.result() or integrity(store)
+            _unreadable(integrity_check, exc)
+            return _Scan({integrity_check.name: integrity_check}, Work(), exc)
+        except BaseException:
+            for beside in (integrity_beside, secrets_beside):
+                if beside is not None:
+                    beside.stop()
+            raise
+        integrity_check, damage = integrity_beside.result() or integrity(store)
+    return _Scan({c.name: c for c in [integrity_check, secrets_check, *checks]}, work, damage)
 
 
 def run(

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from engram_cli.errors import DatabaseDamaged
 from engram_cli.memory.audit.report import ERROR, Check
 from engram_cli.store.database import damaged
-from engram_cli.store.db import Store
+from engram_cli.store.maintenance import Maintenance
 
 
-def _integrity(store: Store, quick: bool, limit: int) -> tuple[Check, DatabaseDamaged | None]:
+def _integrity(maintenance: Maintenance, path: Path, quick: bool, limit: int) -> tuple[Check, DatabaseDamaged | None]:
     """The integrity check, and the error to fail with when it found the file damaged."""
     mode = "quick_check" if quick else "integrity_check"
-    messages = store.maintenance.integrity_problems(quick)
-    damage = damaged(store.path, f"{mode} found {len(messages)} problems") if messages else None
+    messages = maintenance.integrity_problems(quick)
+    damage = damaged(path, f"{mode} found {len(messages)} problems") if messages else None
     try:
-        for table, rowid, parent in store.maintenance.foreign_key_problems():
+        for table, rowid, parent in maintenance.foreign_key_problems():
             messages.append(f"{table} row {rowid} points at a missing row of {parent}")
     except DatabaseDamaged as exc:
         messages.append(f"the foreign key check stopped: {exc.message}")

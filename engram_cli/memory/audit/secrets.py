@@ -16,7 +16,7 @@ from engram_cli.lang import redact as redactmod
 from engram_cli.memory import repair
 from engram_cli.memory.audit.report import ERROR, Check, _Scope, excerpt
 from engram_cli.memory.repair import JSON, TEXT, Work
-from engram_cli.store.db import Store
+from engram_cli.store.maintenance import Maintenance
 from engram_cli.store.memories import MemoryRow
 
 # -- where text is stored ------------------------------------------------------------------
@@ -155,8 +155,10 @@ def _screened(
 
 
 def _secrets(
-    store: Store, rows: list[MemoryRow], scope: _Scope, limit: int, work: Work, contact: bool = False
+    text: Maintenance, rows: list[MemoryRow], scope: _Scope, limit: int, work: Work, contact: bool = False
 ) -> Check:
+    """Secrets in every text column of every table, read through ``text`` (any connection to the file);
+    the memories of ``rows`` name what is found in their tables."""
     # Found per memory id (the tombstones of purged memories included), or per row of a table that
     # belongs to no memory: the places, the table.column names, an excerpt.
     by_id = {r.id: r for r in rows}
@@ -184,7 +186,6 @@ def _secrets(
                 excerpts[key] = excerpt(redacted)
         return hit
 
-    text = store.maintenance
     for table in _MEMORY_TABLES:
         column_kinds = list(SCANNED[table].values())
         if table == "events":
