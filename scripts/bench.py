@@ -598,16 +598,41 @@ def ingest_figure(work: Path, env: dict[str, str], floors: dict[str, Any]) -> Ro
                   "ENGRAM_HOME": str(work / "ingest-engram")}  # fmt: skip
     db = work / "ingest.db"
     done = run_process([*engram_argv(), "--db", str(db), "ingest", "claude-code", "--json"], env=ingest_env)
-    with Engram.open(db) as mem:
-        texts = [str(t) for (t,) in mem.store.rows("SELECT DISTINCT content FROM memories")]
-    # The floor: a new process that loads the model (the embed floor) plus embedding every distinct stored text once.
+    memories, passages = ingested_texts(db)
+    # The floor: a new process that loads the model (the embed floor) plus embedding once every distinct text
+    # ingest had to embed: the memories' passages and the conversation turns' (the evidence).
+    texts = list(dict.fromkeys(memories + passages))
     embedder = load_embedder(DEFAULT_MODEL_ID)
     t_embed, _ = timed(lambda: embedder.embed_batch(texts))
     floor = floors["embed_process"]["seconds"]["median"] + t_embed
     row = Row(None, "ingest rate vs embedder", floor / done.seconds, 1.0, rate=True,
-              extra={"peak_mb": done.peak_mb, "mb": made["bytes"] / 1e6})  # fmt: skip
-    row.note = f"{made['bytes'] / 1e6:.1f} MB, {len(texts)} memories in {done.seconds:.1f} s; floor {floor:.1f} s"
+              extra={"peak_mb": done.peak_mb, "mb": made["bytes"] / 1e6, "memories": len(memories),
+                     "turns": len(passages)})  # fmt: skip
+    row.note = (
+        f"{made['bytes'] / 1e6:.1f} MB: {len(memories)} memories and {len(passages)} turns in {done.seconds:.1f} s; "
+        f"floor {floor:.1f} s"
+    )
     return judge(row, 0.9, higher=True)
+
+
+def ingested_texts(db: Path) -> tuple[list[str], list[str]]:
+    """The distinct texts an ingest into ``db`` embedded: its memories' passages and its turns' passages.
+
+    The turns' passages are made again from what is stored (their neighbours read from the store), so a
+    secret redacted since reads as its marker: the same length of text to embed, within a few tokens.
+    """
+    from engram_cli.memory import evidence as evidencemod
+    from engram_cli.memory.model import passage_text
+
+    with Engram.open(db) as mem:
+        memories = [
+            passage_text(content, json.loads(metadata) if metadata else None, key)
+            for content, metadata, key in mem.store.rows("SELECT content, metadata, mkey FROM memories")
+        ]
+        pks = [int(pk) for (pk,) in mem.store.rows("SELECT pk FROM evidence ORDER BY pk")]
+        turns = mem.store.evidence.load_many(pks)
+        passages = [evidencemod.passage_of(mem.store, turns[pk]) for pk in pks]
+    return list(dict.fromkeys(memories)), list(dict.fromkeys(passages))
 
 
 # -- report ------------------------------------------------------------------------------------------
