@@ -11,12 +11,12 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from engram_cli.memory.model import Filters
 from engram_cli.store.sql import passing
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from engram_cli.store.database import Database
 
 # How many of the best matches, per hit wanted, a search without a namespace filter takes from FTS5 before it
@@ -79,6 +79,8 @@ class Keywords:
 
     def _ranked(self, match: str) -> tuple[np.ndarray, np.ndarray]:
         """Every match of ``match``: (pks, BM25 ranks, lower is better), best first and equal ranks in pk order."""
+        import numpy as np  # here, not at the top: commands that never search keywords do not load numpy
+
         rows = self.store.rows("SELECT rowid, bm25(memory_fts) FROM memory_fts WHERE memory_fts MATCH ?", (match,))
         if not rows:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
@@ -93,6 +95,8 @@ class Keywords:
         The matches tied with the last of the head are left out (unless the head holds every match), so
         what is kept is every match better than it, in the same order as in the whole ranking.
         """
+        import numpy as np
+
         rows = self.store.rows(
             "SELECT rowid, bm25(memory_fts) AS rank FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?",
             (match, size),
