@@ -191,3 +191,21 @@ def test_the_backstop_interrupts_the_main_thread_and_cleans_up() -> None:
     with limits.hard_stop(5):
         pass  # finishing in time raises nothing, and leaves no timer running
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_the_backstop_rings_again_when_an_alarm_is_swallowed() -> None:
+    # Python drops an exception raised in a garbage collection callback or a finaliser: the first alarm is
+    # swallowed here the same way, and the block must still end.
+    swallowed: list[float] = []
+    began = time.monotonic()
+    with pytest.raises(limits.Abandoned), limits.hard_stop(0.01):
+        while time.monotonic() - began < 5:
+            try:
+                time.sleep(0.001)
+            except limits.Abandoned:
+                if swallowed:
+                    raise
+                swallowed.append(time.monotonic() - began)
+    assert len(swallowed) == 1
+    assert time.monotonic() - began < 2
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)

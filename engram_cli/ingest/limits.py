@@ -67,12 +67,18 @@ class Abandoned(BaseException):
     """
 
 
+# How often hard_stop's alarm rings again after the first, in case an alarm was swallowed.
+RING_AGAIN_S = 0.05
+
+
 @contextmanager
 def hard_stop(seconds: float | None) -> Iterator[None]:
     """Raise :class:`Abandoned` inside this block once ``seconds`` have passed.
 
     Uses SIGALRM, so only on POSIX and in the main thread (signals are delivered there);
-    elsewhere, and with ``seconds`` None (or infinite), the block simply runs.
+    elsewhere, and with ``seconds`` None (or infinite), the block simply runs. The alarm rings again every
+    :data:`RING_AGAIN_S` until the block ends: Python drops an exception raised while it runs a garbage
+    collection callback or a finaliser (it reports it as unraisable), and a single alarm landing there is lost.
     """
     usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if seconds is None or not math.isfinite(seconds) or not usable:
@@ -85,7 +91,7 @@ def hard_stop(seconds: float | None) -> Iterator[None]:
             raise Abandoned
 
     previous = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001), RING_AGAIN_S)
     try:
         yield
     finally:
