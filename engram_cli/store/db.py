@@ -316,18 +316,23 @@ def connect(
     return store
 
 
+def _open_existing(path: Path, *, immutable: bool = False) -> apsw.Connection:
+    """:func:`_open_read_only` of an existing database, with SQLite's errors on opening it as engram's."""
+    try:
+        return _open_read_only(path, immutable=immutable)
+    except apsw.CantOpenError as exc:
+        raise StoreError(f"cannot open {path}", hint="check the path and its permissions") from exc
+    except (apsw.NotADBError, apsw.CorruptError) as exc:
+        raise _not_a_database(path, exc) from exc
+
+
 def open_reader(path: Path, busy_timeout_ms: int = Settings().store.busy_timeout_ms) -> Database:
     """A second, read-only connection to the database at ``path`` (already opened and migrated by a Store),
     for reading in another thread while the Store's own connection goes on: apsw connections are not
     shared between threads. Raises StoreError (or DatabaseDamaged) when the file cannot be opened again.
     """
     path = Path(path)
-    try:
-        conn = _open_read_only(path)
-    except apsw.CantOpenError as exc:
-        raise StoreError(f"cannot open {path} again", hint="check the path and its permissions") from exc
-    except (apsw.NotADBError, apsw.CorruptError) as exc:
-        raise _not_a_database(path, exc) from exc
+    conn = _open_existing(path)
     reader = Database(conn, path, read_only="a second connection, only to read")
     try:
         conn.set_busy_timeout(busy_timeout_ms)
@@ -349,12 +354,7 @@ def connect_read_only(path: Path) -> Store:
     if not path.is_file():
         raise StoreError(f"{path} does not exist", hint="pass the path of the database with --db")
     wal = path.with_name(path.name + "-wal")
-    try:
-        conn = _open_read_only(path, immutable=not wal.exists())
-    except apsw.CantOpenError as exc:
-        raise StoreError(f"cannot open {path}", hint="check the path and its permissions") from exc
-    except (apsw.NotADBError, apsw.CorruptError) as exc:
-        raise _not_a_database(path, exc) from exc
+    conn = _open_existing(path, immutable=not wal.exists())
     store = Store(conn, path, read_only="it was opened only to read it")
     try:
         try:
