@@ -209,3 +209,17 @@ def test_the_backstop_rings_again_when_an_alarm_is_swallowed() -> None:
     assert len(swallowed) == 1
     assert time.monotonic() - began < 2
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_a_block_that_ends_after_a_swallowed_alarm_is_abandoned_as_it_leaves() -> None:
+    # Every alarm is swallowed (as a finaliser would), and the block ends on its own past its time.
+    swallowed: list[float] = []
+    began = time.monotonic()
+    with pytest.raises(limits.Abandoned), limits.hard_stop(0.01):
+        while time.monotonic() - began < 0.2:
+            try:
+                time.sleep(0.001)
+            except limits.Abandoned:
+                swallowed.append(time.monotonic() - began)
+    assert swallowed
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)

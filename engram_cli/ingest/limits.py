@@ -76,18 +76,22 @@ def hard_stop(seconds: float | None) -> Iterator[None]:
     """Raise :class:`Abandoned` inside this block once ``seconds`` have passed.
 
     Uses SIGALRM, so only on POSIX and in the main thread (signals are delivered there);
-    elsewhere, and with ``seconds`` None (or infinite), the block simply runs. The alarm rings again every
-    :data:`RING_AGAIN_S` until the block ends: Python drops an exception raised while it runs a garbage
-    collection callback or a finaliser (it reports it as unraisable), and a single alarm landing there is lost.
+    elsewhere, and with ``seconds`` None (or infinite), the block simply runs. Python drops an exception
+    raised while it runs a garbage collection callback or a finaliser (it reports it as unraisable), so an
+    alarm can be lost: it rings again every :data:`RING_AGAIN_S` until the block ends, and a block that ends
+    after an alarm rang raises :class:`Abandoned` as it leaves, the work having run past its time all the same.
     """
     usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if seconds is None or not math.isfinite(seconds) or not usable:
         yield
         return
     armed = True
+    rung = False
 
     def ring(signum: int, frame: FrameType | None) -> None:
+        nonlocal rung
         if armed:
+            rung = True
             raise Abandoned
 
     previous = signal.signal(signal.SIGALRM, ring)
@@ -98,3 +102,5 @@ def hard_stop(seconds: float | None) -> Iterator[None]:
         armed = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+    if rung:
+        raise Abandoned
