@@ -143,8 +143,6 @@ def _vector_candidates(
     return store.vectors.similarities(model_id, qvec, pks)[:want]
 
 
-
-
 def recall(
     store: Store,
     query: str,
