@@ -66,10 +66,10 @@ class Keywords:
         # Without a namespace or model filter, most of the best matches pass the filters: FTS5 sorts its
         # matches itself and only the head leaves SQLite.
         if all(f.namespaces is None and f.embedding_model is None for f in filter_sets):
-            head = self._head(match, HEAD_PER_LIMIT * limit)
+            head, every = self._head(match, HEAD_PER_LIMIT * limit)
             for i, filters in enumerate(filter_sets):
                 kept = self._walk(head, filters, limit)
-                found[i] = kept if len(kept) >= limit else None
+                found[i] = kept if len(kept) >= limit or every else None
         if any(f is None for f in found):
             ranked = self._ranked(match)
             for i, filters in enumerate(filter_sets):
@@ -89,8 +89,8 @@ class Keywords:
         order = np.lexsort((pks, ranks))
         return pks[order], ranks[order]
 
-    def _head(self, match: str, size: int) -> tuple[np.ndarray, np.ndarray]:
-        """The best ``size`` matches, ranked as :meth:`_ranked` ranks them all.
+    def _head(self, match: str, size: int) -> tuple[tuple[np.ndarray, np.ndarray], bool]:
+        """The best ``size`` matches, ranked as :meth:`_ranked` ranks them all, and whether they are every match.
 
         The matches tied with the last of the head are left out (unless the head holds every match), so
         what is kept is every match better than it, in the same order as in the whole ranking.
@@ -101,15 +101,14 @@ class Keywords:
             "SELECT rowid, bm25(memory_fts) AS rank FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?",
             (match, size),
         )
-        if len(rows) >= size:
+        every = len(rows) < size
+        if not every:
             last = rows[-1][1]
             rows = [r for r in rows if r[1] < last]
-        if not rows:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
         pks = np.array([r[0] for r in rows], dtype=np.int64)
         ranks = np.array([r[1] for r in rows], dtype=np.float64)
         order = np.lexsort((pks, ranks))
-        return pks[order], ranks[order]
+        return (pks[order], ranks[order]), every
 
     def _walk(self, ranked: tuple[np.ndarray, np.ndarray], filters: Filters, limit: int) -> list[tuple[int, float]]:
         """The first ``limit`` of ``ranked`` that pass ``filters``, as (pk, score).
