@@ -139,6 +139,94 @@ def test_writes_are_applied_as_a_delta_without_rereading_the_table(
         store.close()
 
 
+def test_a_connections_own_writes_reach_its_index_without_being_read_back(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _open(db_path, tmp_path / "cache")
+    try:
+        _fill(store, 300)
+        store.vectors.knn(MODEL, _queries(1)[0], 5)
+        from engram_cli.store import vector_index
+
+        def no_read_back(self: Any, pks: Any) -> Any:
+            raise AssertionError(f"rows {list(pks)} were read back")
+
+        monkeypatch.setattr(vector_index.VectorIndex, "rows_of", no_read_back)
+        with store.write():
+            store.vectors.put(MODEL, 5000, _queries(1, 5)[0], namespace="beta", status="active",
+                              memory_type="semantic", agent="bot")  # fmt: skip
+            store.vectors.put(MODEL, 4, _queries(1, 6)[0], namespace="alpha", status="active",
+                              memory_type="episodic", agent="user")  # fmt: skip
+            store.vectors.set_status(MODEL, 1, "archived")
+            store.vectors.set_type(MODEL, 2, "episodic")
+            store.vectors.delete(MODEL, 3)
+            _same_as_vec0(store, _queries())  # inside the transaction, as the writer sees it
+        _same_as_vec0(store, _queries())
+        index = store.vectors.index(MODEL)
+        assert index is not None and index.seq == store.scalar(f"SELECT max(seq) FROM {LOG_TABLE}")
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("keep", [None, 10])
+def test_neighbours_found_before_a_run_of_writes_stay_exact_across_folds(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep: int | None
+) -> None:
+    """A run of batches keeps what it found before it exact, even when the index folds its changes
+    into its file between batches; when it no longer holds the changes since (``keep``), it searches again."""
+    from engram_cli.store import vector_index
+
+    if keep is not None:
+        monkeypatch.setattr(vector_index, "CHANGES_KEEP", keep)
+    store = _open(db_path, tmp_path / "cache")
+    try:
+        _fill(store, 300)
+        queries = _queries(4, seed=7)
+        spec = {"namespaces": ["beta"], "statuses": ["active"], "agent": "bot"}
+        found = store.vectors.prefetch(MODEL, queries, 5, namespace="beta", status="active", agent="bot", spare=4)
+        assert found is not None
+        index = store.vectors.index(MODEL)
+        assert index is not None
+        folds = searches = 0
+        fold, search = vector_index.VectorIndex._fold, vector_index.VectorIndex.search
+
+        def counted_fold(self: Any) -> None:
+            nonlocal folds
+            folds += 1
+            fold(self)
+
+        def counted_search(self: Any, *args: Any, **kwargs: Any) -> Any:
+            nonlocal searches
+            searches += 1
+            return search(self, *args, **kwargs)
+
+        monkeypatch.setattr(vector_index.VectorIndex, "_fold", counted_fold)
+        rng = np.random.default_rng(3)
+        lost = found.lists[0][0][0]  # the best neighbour of the first query leaves the filter
+        for batch in range(4):
+            with store.write():
+                if batch == 1:
+                    store.vectors.set_status(MODEL, lost, "archived")
+                for i in range(100):  # new rows near the queries, some passing the filter, some not
+                    near = queries[i % 4] + rng.normal(scale=0.5 + i / 50, size=DIM).astype(np.float32)
+                    agent = "bot" if i % 3 else "user"
+                    store.vectors.put(MODEL, 10_000 + 100 * batch + i, near, namespace="beta",
+                                      status="active", memory_type="semantic", agent=agent)  # fmt: skip
+            index.refresh()  # between batches, outside a transaction: the index may fold and save here
+        assert folds >= 1
+        monkeypatch.setattr(vector_index.VectorIndex, "search", counted_search)
+        for j, q in enumerate(queries):
+            expected = search(index, q[None, :], 5, vector_index.Filter(**spec), exact=True)[0]
+            answer = found.near(j)
+            assert [pk for pk, _ in answer] == [pk for pk, _ in expected]
+            assert [s for _, s in answer] == pytest.approx([s for _, s in expected], abs=1e-5)
+        assert lost not in {pk for j in range(4) for pk, _ in found.near(j)}
+        # With every change since at hand, nothing is searched again.
+        assert (searches == 0) == (keep is None)
+    finally:
+        store.close()
+
+
 def test_a_second_connection_sees_what_another_one_wrote(db_path: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     reader = _open(db_path, cache)

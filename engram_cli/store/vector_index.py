@@ -26,6 +26,7 @@ those are scored exactly.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import json
 import logging
@@ -66,6 +67,9 @@ POINT_LOOKUPS_PER_SCAN = 100
 # rewrites' cost per change flat as the store grows, and a reader's catch-up a small part of a full read.
 PERSIST_DELTA = 256
 PERSIST_SHARE = 1 / 64
+# Changes (sequence, pk) remembered past a fold, so that a batch writer's neighbours found before it
+# stay exact across the fold (:class:`Prefetched`).
+CHANGES_KEEP = 8192
 # Candidates per wanted neighbour that the approximate path scores exactly (at least ``rerank``).
 RERANK_PER_K = 20
 
@@ -125,6 +129,14 @@ class Base:
         self.dim = dim
         self.n = len(arrays["pks"])
         self.codes = {name: {v: i for i, v in enumerate(values)} for name, values in vocab.items()}
+        self._sorted_pks: np.ndarray | None = None
+
+    @property
+    def sorted_pks(self) -> np.ndarray:
+        """The pks in increasing order (row ``order[i]`` holds the i-th), made once."""
+        if self._sorted_pks is None:
+            self._sorted_pks = self.a["pks"][self.a["order"]]
+        return self._sorted_pks
 
     @classmethod
     def build(
@@ -295,7 +307,7 @@ class Base:
         wanted = np.fromiter(pks, dtype=np.int64)
         if not self.n or not len(wanted):
             return {}
-        sorted_pks = self.a["pks"][self.a["order"]]
+        sorted_pks = self.sorted_pks
         at = np.minimum(np.searchsorted(sorted_pks, wanted), self.n - 1)
         hit = sorted_pks[at] == wanted
         return {int(pk): int(self.a["order"][i]) for pk, i, h in zip(wanted, at, hit, strict=True) if h}
@@ -366,7 +378,8 @@ class VectorIndex:
         self.base_seq = 0  # ... and the last one its base reflects
         self.overlay: dict[int, Row] = {}  # changed rows that exist now
         self.gone: set[int] = set()  # changed rows that no longer exist
-        self.changes: list[tuple[int, int]] = []  # (seq, pk) applied on top of the base
+        self.changes: list[tuple[int, int]] = []  # (seq, pk) of the changes read, oldest first
+        self.known_from = 0  # ... every one after this sequence among them (see changes_since)
         self.dead: np.ndarray | None = None  # base rows overridden by the overlay or gone
         self._ov: dict[str, Any] | None = None  # the overlay as arrays, made when searched
         self._storage: bool | None = None  # whether the storage tables read as expected (None: not tried)
@@ -402,7 +415,7 @@ class VectorIndex:
         """Forget everything read (after a rollback, or when the log no longer continues it)."""
         self.base = None
         self.saved = False
-        self.seq, self.token, self.base_seq = 0, None, 0
+        self.seq, self.token, self.base_seq, self.known_from = 0, None, 0, 0
         self.overlay.clear()
         self.gone.clear()
         self.changes.clear()
@@ -435,13 +448,13 @@ class VectorIndex:
                 seq, token = held.pop("seq", None), held.pop("token", None)
                 if held == identity and isinstance(seq, int) and self._continues(seq, token):
                     self.base, self.saved, self.seq, self.token = base, True, seq, token
-                    self.base_seq = seq
+                    self.base_seq = self.known_from = seq
                     return
                 log.info("vector index file %s does not match the database", self.file)
         if not self.options.build:
             raise Unbuilt(f"no usable vector index file for {self.table}")
         self.seq, self.token = self._head()
-        self.base_seq = self.seq
+        self.base_seq = self.known_from = self.seq
         self.base = self._read_all()
         self.saved = False
 
@@ -477,11 +490,32 @@ class VectorIndex:
             return
         self.seq, self.token = int(changed[-1][0]), int(changed[-1][3])
         mine = [(int(seq), int(pk)) for seq, model, pk, _ in changed if model == self.model_id]
-        if not mine:
-            return
+        if mine:
+            self._apply(mine, self.rows_of(sorted({pk for _, pk in mine})))
+
+    def note(self, seq: int, token: int, pk: int, row: Row | None) -> None:
+        """A change this connection has just made to the table and logged as ``seq``: ``pk`` now holds
+        ``row`` (None: it is gone). Taken as it is, without reading the row back, when the index holds
+        every change before it; otherwise the next refresh reads it from the table."""
+        if self.base is not None and seq == self.seq + 1:
+            self.seq, self.token = seq, token
+            self._apply([(seq, pk)], {} if row is None else {pk: row})
+
+    def current(self, pk: int) -> Row | None:
+        """The row of ``pk`` as the index holds it now (None when it has none)."""
+        if pk in self.overlay:
+            return self.overlay[pk]
+        if pk in self.gone or self.base is None:
+            return None
+        at = self.base.row_of([pk]).get(pk)
+        if at is None or (self.dead is not None and self.dead[at]):
+            return None
+        return (self.base.a["matrix"][at], *self.base.meta_of(at))
+
+    def _apply(self, mine: list[tuple[int, int]], found: dict[int, Row]) -> None:
+        """Take in changes (seq, pk), in order, whose rows as they are now are ``found`` (absent: gone)."""
         self.changes.extend(mine)
         pks = sorted({pk for _, pk in mine})
-        found = self.rows_of(pks)
         for pk in pks:
             if pk in found:
                 self.overlay[pk] = found[pk]
@@ -546,7 +580,9 @@ class VectorIndex:
         self.saved = False
         self.overlay.clear()
         self.gone.clear()
-        self.changes.clear()
+        if len(self.changes) > CHANGES_KEEP:
+            self.known_from = self.changes[-CHANGES_KEEP - 1][0]
+            del self.changes[:-CHANGES_KEEP]
         self.dead = None
         self._ov = None
 
@@ -685,13 +721,19 @@ class VectorIndex:
         if mask is not None and mask.sum() * 4 < len(mask):  # few rows pass: score only those
             rows = np.flatnonzero(mask)
             pks, norms, matrix, mask = pks[rows], norms[rows], matrix[rows], None
-        scores = (matrix @ q.T) / norms[:, None]
+        # One row of scores per query, and every query's top k picked in one call.
+        scores = (q @ matrix.T) / norms[None, :]
         if mask is not None:
-            scores[~mask] = -np.inf
+            scores[:, ~mask] = -np.inf
+        n = scores.shape[1]
+        every = np.broadcast_to(np.arange(n), (len(q), n))
+        picked = np.argpartition(-scores, k - 1, axis=1)[:, :k] if n > k else every
+        top = np.take_along_axis(scores, picked, axis=1)
+        order = np.argsort(-top, axis=1, kind="stable")
+        picked, top = np.take_along_axis(picked, order, axis=1), np.take_along_axis(top, order, axis=1)
         for j in range(len(q)):
-            col = scores[:, j]
-            best = _top(col, k)
-            found[j].append((pks[best], col[best]))
+            finite = np.isfinite(top[j])
+            found[j].append((pks[picked[j][finite]], top[j][finite]))
 
     def _approx(self, q: np.ndarray, k: int, lo: int, hi: int, mask: np.ndarray | None, found: list[Any]) -> None:
         base = self.base
@@ -731,7 +773,7 @@ class VectorIndex:
         rows = np.full(len(wanted), -1, dtype=np.int64)
         if base.n and len(wanted):
             order = base.a["order"]
-            sorted_pks = base.a["pks"][order]
+            sorted_pks = base.sorted_pks
             at = np.minimum(np.searchsorted(sorted_pks, wanted), base.n - 1)
             hit = sorted_pks[at] == wanted
             rows[hit] = order[at[hit]]
@@ -765,11 +807,11 @@ class VectorIndex:
 
     # -- batches ---------------------------------------------------------------------------
 
-    def changed_since(self, seq: int) -> set[int] | None:
-        """The pks of this model changed after ``seq`` (None when that is no longer known)."""
-        if self.base is None or seq < self.base_seq:
+    def changes_since(self, seq: int) -> list[tuple[int, int]] | None:
+        """The changes (seq, pk) of this model after ``seq``, oldest first (None when no longer known)."""
+        if self.base is None or seq < self.known_from:
             return None
-        return {pk for s, pk in self.changes if s > seq}
+        return self.changes[bisect.bisect_right(self.changes, seq, key=lambda change: change[0]) :]
 
 
 class Prefetched:
@@ -778,7 +820,10 @@ class Prefetched:
     ``near(j)`` answers what a KNN for query ``j`` would answer now: the prefetched lists lose the rows
     changed since (which the batch's own writes change: inserts, supersedes, merges), and the changed
     rows that pass the filter are scored afresh. When too many prefetched rows were lost to be sure of
-    the top ``k``, it asks the index again.
+    the top ``k``, or the index no longer knows every change since, it asks the index again.
+
+    The changed rows are kept as one matrix of unit vectors, grown as changes come, so that each
+    answer scores them in one product however many there are.
     """
 
     def __init__(self, index: VectorIndex, queries: np.ndarray, k: int, spec: Filter, spare: int) -> None:
@@ -788,22 +833,50 @@ class Prefetched:
         self.spec = spec
         self.ask = k + spare
         self.lists = index.search(self.queries, self.ask, spec, exact=True)
-        self.seq = index.seq
+        self.seq = self._seen = index.seq  # changes up to _seen are in the arrays below
+        self._slot: dict[int, int] = {}  # pk changed since the search -> its row below
+        self._pks = np.zeros(0, dtype=np.int64)
+        self._unit = np.zeros((0, index.dim), dtype=np.float32)  # its unit vector (zeros when gone)
+        self._admitted = np.zeros(0, dtype=bool)  # whether it exists and passes the filter
+        self._n = 0
+
+    def _follow(self) -> bool:
+        """Take in the changes since the last answer; False when the index no longer knows them all."""
+        tail = self.index.changes_since(self._seen)
+        if tail is None:
+            return False
+        self._seen = self.index.seq
+        for pk in dict.fromkeys(pk for _, pk in tail):
+            row = self.index.current(pk)
+            slot = self._slot.get(pk)
+            if slot is None:
+                slot = self._slot[pk] = self._n
+                self._n += 1
+                if self._n > len(self._pks):
+                    grow = max(16, 2 * self._n)
+                    self._pks = np.resize(self._pks, grow)
+                    self._unit = np.resize(self._unit, (grow, self.index.dim))
+                    self._admitted = np.resize(self._admitted, grow)
+                self._pks[slot] = pk
+            admitted = row is not None and self.spec.admits(*row[1:])
+            self._admitted[slot] = admitted
+            if admitted:
+                assert row is not None
+                vector = np.asarray(row[0], dtype=np.float32)
+                self._unit[slot] = vector / (float(np.linalg.norm(vector)) or 1.0)
+        return True
 
     def near(self, j: int) -> list[tuple[int, float]]:
         self.index.refresh()
-        changed = self.index.changed_since(self.seq)
-        if changed is None:
+        if not self._follow():
             return self.index.search(self.queries[j : j + 1], self.k, self.spec, exact=True)[0]
-        kept = [(pk, sim) for pk, sim in self.lists[j] if pk not in changed]
+        kept = [(pk, sim) for pk, sim in self.lists[j] if pk not in self._slot]
         if len(kept) < self.k and len(self.lists[j]) >= self.ask:
             return self.index.search(self.queries[j : j + 1], self.k, self.spec, exact=True)[0]
-        q = self.queries[j]
-        q = q / (float(np.linalg.norm(q)) or 1.0)
-        for pk in changed:
-            row = self.index.overlay.get(pk)
-            if row is not None and self.spec.admits(*row[1:]):
-                norm = float(np.linalg.norm(row[0])) or 1.0
-                kept.append((pk, float(np.dot(row[0], q) / norm)))
+        if self._n:
+            q = self.queries[j]
+            scores = self._unit[: self._n] @ (q / (float(np.linalg.norm(q)) or 1.0))
+            scores[~self._admitted[: self._n]] = -np.inf
+            kept.extend((int(self._pks[i]), float(scores[i])) for i in _top(scores, self.k))
         kept.sort(key=lambda h: -h[1])
         return kept[: self.k]

@@ -16,7 +16,7 @@ search, can catch up with it. Every write must therefore go through this class.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from engram_cli.errors import ModelError
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from engram_cli.store.database import Database
     from engram_cli.store.knn import IndexOptions
-    from engram_cli.store.vector_index import Prefetched, VectorIndex
+    from engram_cli.store.vector_index import Prefetched, Row, VectorIndex
 
 MAX_KNN = 4096  # sqlite-vec refuses larger k
 
@@ -99,16 +99,23 @@ class Vectors:
         if index is not None:
             index.refresh()
 
-    def _changed(self, model_id: str, pk: int) -> None:
-        """Log a change to a memory's vector row, for the vector index; now and then trim the log."""
+    def _changed(self, model_id: str, pk: int, row: Callable[[Row | None], Row | None]) -> None:
+        """Log a change to a memory's vector row, for the vector index; now and then trim the log.
+
+        ``row`` makes the row as it is now from the row before (None: none), so that this process's
+        index takes the change in without reading it back from the table.
+        """
         from engram_cli.store.vector_index import LOG_KEEP, LOG_TABLE, LOG_TRIM_EVERY
 
-        self.store.execute(
-            f"INSERT INTO {LOG_TABLE} (model_id, memory_pk, token) VALUES (?, ?, random())", (model_id, pk)
+        ((seq, token),) = self.store.rows(
+            f"INSERT INTO {LOG_TABLE} (model_id, memory_pk, token) VALUES (?, ?, random()) RETURNING seq, token",
+            (model_id, pk),
         )
-        seq = self.store.conn.last_insert_rowid()
         if seq % LOG_TRIM_EVERY == 0 and seq > LOG_KEEP:
             self.store.execute(f"DELETE FROM {LOG_TABLE} WHERE seq <= ?", (seq - LOG_KEEP,))
+        index = self._indexes.get(model_id)
+        if index is not None and index.base is not None and seq == index.seq + 1:
+            index.note(int(seq), int(token), pk, row(index.current(pk)))
 
     def _known(self, model_id: str) -> tuple[str, int] | None:
         if model_id not in self._tables:
@@ -171,30 +178,31 @@ class Vectors:
         table = self.ensure(model_id, len(vector))
         # vec0 has no upsert: delete first so the same call serves insert and replace.
         self.store.execute(f"DELETE FROM {table} WHERE memory_pk = ?", (pk,))
+        blob = _blob(vector)
         self.store.execute(
             f"INSERT INTO {table} (memory_pk, embedding, namespace, status, memory_type, agent_id) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            (pk, _blob(vector), namespace, status, memory_type, agent),
+            (pk, blob, namespace, status, memory_type, agent),
         )
-        self._changed(model_id, pk)
+        self._changed(model_id, pk, lambda _: (_vector(blob), namespace, status, memory_type, agent))
 
     def delete(self, model_id: str, pk: int) -> None:
         table = self.table_for(model_id)
         if table is not None:
             self.store.execute(f"DELETE FROM {table} WHERE memory_pk = ?", (pk,))
-            self._changed(model_id, pk)
+            self._changed(model_id, pk, lambda _: None)
 
     def set_status(self, model_id: str, pk: int, status: str) -> None:
         table = self.table_for(model_id)
         if table is not None:
             self.store.execute(f"UPDATE {table} SET status = ? WHERE memory_pk = ?", (status, pk))
-            self._changed(model_id, pk)
+            self._changed(model_id, pk, lambda old: None if old is None else (old[0], old[1], status, *old[3:]))
 
     def set_type(self, model_id: str, pk: int, memory_type: str) -> None:
         table = self.table_for(model_id)
         if table is not None:
             self.store.execute(f"UPDATE {table} SET memory_type = ? WHERE memory_pk = ?", (memory_type, pk))
-            self._changed(model_id, pk)
+            self._changed(model_id, pk, lambda old: None if old is None else (*old[:3], memory_type, old[4]))
 
     # -- reading ---------------------------------------------------------------------------
 
