@@ -227,6 +227,29 @@ def test_neighbours_found_before_a_run_of_writes_stay_exact_across_folds(
         store.close()
 
 
+def test_add_many_finds_a_whole_runs_neighbours_in_one_product_per_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engram_cli.store import vector_index
+
+    made: list[int] = []
+    init = vector_index.Prefetched.__init__
+
+    def counted(self: Any, index: Any, queries: np.ndarray, *args: Any, **kwargs: Any) -> None:
+        made.append(len(queries))
+        init(self, index, queries, *args, **kwargs)
+
+    monkeypatch.setattr(vector_index.Prefetched, "__init__", counted)
+    texts = [f"note {i}: the {w} service restarts after {i} minutes" for i, w in enumerate(["auth", "web"] * 50)]
+    with _engram(tmp_path / "run.db", index=True) as mem:
+        mem.add_many([{"content": t, "namespace": "proj"} for t in texts[:8]])  # the table exists, the index too
+        made.clear()
+        mem.add_many(
+            [{"content": t, "namespace": "proj" if i % 4 else "other"} for i, t in enumerate(texts[8:])], batch_size=16
+        )
+    assert sorted(made) == [23, 69]  # per namespace, for the whole run of six batches
+
+
 def test_a_second_connection_sees_what_another_one_wrote(db_path: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     reader = _open(db_path, cache)

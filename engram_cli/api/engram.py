@@ -372,8 +372,7 @@ class Engram:
                 texts = writer.texts_to_embed(prepared)
                 vectors = dict(zip(texts, writer.embed(texts), strict=True)) if texts else {}
                 ready = remember.with_vectors(writer, vectors)
-                for batch in remember.chunked(prepared, batch_size):
-                    results.extend(ready.write_batch(batch))
+                results.extend(ready.write_batches(prepared, batch_size))
             if error is not None:
                 raise error
         return results

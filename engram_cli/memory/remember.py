@@ -286,8 +286,32 @@ class Writer:
         need = [passage_text(i.content, i.metadata, i.key) for i in items if self._existing(i) is None]
         return list(dict.fromkeys(need))
 
-    def write_batch(self, items: Sequence[NewMemory]) -> list[AddResult]:
-        """Embed what needs a vector (each distinct text once), then write all in one transaction."""
+    def write_batches(self, items: Sequence[NewMemory], batch_size: int) -> list[AddResult]:
+        """:meth:`write_batch` for each run of ``batch_size`` items, in order. The merge and supersede
+        neighbours of all of them are found first, together: one matrix product per namespace and agent
+        scores the whole run against the store (much cheaper per query than a batch's few), and
+        :class:`~engram_cli.store.vector_index.Prefetched` keeps the answers exact while the batches write."""
+        ahead: dict[int, tuple[Prefetched, int]] = {}
+        if len(items) > batch_size and (self.policy.enabled or self.policy.supersede):
+            texts = self.texts_to_embed(items)
+            if texts:
+                self.store.vectors.ensure(self.model_id, self.dim)
+                self.store.vectors.warm(self.model_id)
+                ahead = self._prefetch(items, self.embed(texts), {text: row for row, text in enumerate(texts)})
+        results: list[AddResult] = []
+        for start in range(0, len(items), batch_size):
+            batch = items[start : start + batch_size]
+            found = {i - start: ahead[i] for i in range(start, start + len(batch)) if i in ahead}
+            results.extend(self.write_batch(batch, found if ahead else None))
+        return results
+
+    def write_batch(
+        self, items: Sequence[NewMemory], nearby: Mapping[int, tuple[Prefetched, int]] | None = None
+    ) -> list[AddResult]:
+        """Embed what needs a vector (each distinct text once), then write all in one transaction.
+
+        ``nearby``: the items' neighbours found beforehand (by item index), instead of finding them here.
+        """
         texts = self.texts_to_embed(items)
         need = {text: row for row, text in enumerate(texts)}
         matrix = self.embed(texts) if texts else np.zeros((0, self.dim), dtype=np.float32)
@@ -297,7 +321,8 @@ class Writer:
         for attempt in range(MAX_RETRIES):
             try:
                 with self.store.write():
-                    nearby = self._prefetch(items, matrix, need)
+                    if nearby is None:
+                        nearby = self._prefetch(items, matrix, need)
                     results = [self._write_one(item, matrix, need, nearby.get(i)) for i, item in enumerate(items)]
                 for item, result in zip(items, results, strict=True):
                     result.redacted = list(item.redacted)
