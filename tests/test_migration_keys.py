@@ -66,7 +66,8 @@ def test_migration_4_keeps_every_event_and_allows_edited(db_path: Path) -> None:
         assert [e.kind for e in events] == ["created", "accessed", "updated", "edited"]
         assert (events[-1].before, events[-1].after) == ({"importance": 0.5}, {"importance": 0.9})
     indexes = {name for (name,) in _query(db_path, "SELECT name FROM sqlite_master WHERE type = 'index'")}
-    assert {"events_by_memory", "events_by_time", "events_by_kind", "memories_key"} <= indexes
+    assert {"events_by_memory", "events_deleted", "memories_key"} <= indexes
+    assert not {"events_by_time", "events_by_kind"} & indexes  # dropped by migration 7
 
 
 def test_after_migration_4_a_namespace_holds_one_active_memory_per_key(db_path: Path) -> None:

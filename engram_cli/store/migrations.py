@@ -406,6 +406,19 @@ def _m0006_vector_changes(conn: apsw.Connection) -> None:
     )
 
 
+def _m0007_lean_event_indexes(conn: apsw.Connection) -> None:
+    # No query looks events up by time, and the only lookup by kind is of 'deleted' tombstones. The
+    # two indexes cost about 100 bytes a memory, and the one keyed by memory id is written at a random
+    # place by every new memory. The tombstones keep an index of their own, holding only them.
+    conn.execute(
+        """
+        DROP INDEX IF EXISTS events_by_time;
+        DROP INDEX IF EXISTS events_by_kind;
+        CREATE INDEX events_deleted ON events (memory_id) WHERE kind = 'deleted';
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "initial schema", _m0001_initial),
     Migration(2, "ingest cursors, sessions and items", _m0002_ingest),
@@ -413,4 +426,5 @@ MIGRATIONS: list[Migration] = [
     Migration(4, "keyed facts and edits", _m0004_keys_and_edits),
     Migration(5, "the conversation as evidence", _m0005_evidence),
     Migration(6, "a log of vector changes for the vector index", _m0006_vector_changes),
+    Migration(7, "event indexes that queries use", _m0007_lean_event_indexes),
 ]
