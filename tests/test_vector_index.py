@@ -693,3 +693,34 @@ def test_connections_of_one_process_share_one_mapping_of_an_index_file(tmp_path:
     finally:
         first.close()
         second.close()
+
+
+def test_a_single_writes_merge_check_is_exact_where_searches_are_approximate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engram_cli.store import vector_index
+
+    path = tmp_path / "approx.db"
+    paths = configmod.Paths.resolve(path)
+    cfg = configmod.load(paths)
+    cfg = dataclasses.replace(cfg, settings=schema.with_values(cfg.settings, {"store.vector_approx_rows": 1}))
+    approximate = vector_index.VectorIndex._approx
+    calls: list[str] = []
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> None:
+        calls.append("approx")
+        approximate(self, *args, **kwargs)
+
+    monkeypatch.setattr(vector_index.VectorIndex, "_approx", counted)
+    with Engram.open(path, config=cfg, paths=paths) as mem:
+        mem.add("The staging database is restored every night at two", namespace="proj")
+        mem.add("Deploys to staging need a green build on main", namespace="proj")
+    # Built afresh, the index holds both rows in its base, where the approximate path searches.
+    shutil.rmtree(paths.cache_dir / "vectors")
+    with Engram.open(path, config=cfg, paths=paths) as mem:
+        calls.clear()
+        again = mem.add("The staging database is restored every night at two o'clock", namespace="proj")
+        assert calls == []  # the merge check searched exactly
+        assert again.action == "merged"
+        mem.recall("staging database", namespace="proj")
+        assert calls  # while a search above the row limit is approximate

@@ -393,7 +393,7 @@ class Writer:
             else:
                 hits = self.store.vectors.knn(
                     self.model_id, vector, MERGE_CANDIDATES,
-                    namespaces=[item.namespace], statuses=["active"], agent=item.agent,
+                    namespaces=[item.namespace], statuses=["active"], agent=item.agent, exact=True,
                 )  # fmt: skip
             found = memories.load_many([pk for pk, _ in hits])
             # A keyed fact changes only through its key: nothing merges into it or supersedes it by itself.

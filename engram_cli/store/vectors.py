@@ -317,11 +317,13 @@ class Vectors:
         statuses: Sequence[str] | None = None,
         types: Sequence[str] | None = None,
         agent: str | None = None,
+        exact: bool = False,
     ) -> list[tuple[int, float]]:
-        """Nearest rows by cosine: (memory_pk, cosine similarity), best first."""
-        return self.knn_many(model_id, [query], k, namespaces=namespaces, statuses=statuses, types=types, agent=agent)[
-            0
-        ]
+        """Nearest rows by cosine: (memory_pk, cosine similarity), best first. ``exact``: never the index's
+        approximate path (a write's merge check must not miss a duplicate)."""
+        return self.knn_many(
+            model_id, [query], k, namespaces=namespaces, statuses=statuses, types=types, agent=agent, exact=exact
+        )[0]
 
     def knn_many(
         self,
@@ -333,6 +335,7 @@ class Vectors:
         statuses: Sequence[str] | None = None,
         types: Sequence[str] | None = None,
         agent: str | None = None,
+        exact: bool = False,
     ) -> list[list[tuple[int, float]]]:
         """:meth:`knn` for several queries at once: one pass over the rows (one matrix product) scores them all."""
         index = self.index(model_id)
@@ -346,7 +349,7 @@ class Vectors:
 
         spec = Filter(namespaces or None, statuses or None, types or None, agent)
         try:
-            return index.search(np.asarray(queries, dtype=np.float32), min(max(k, 1), MAX_KNN), spec)
+            return index.search(np.asarray(queries, dtype=np.float32), min(max(k, 1), MAX_KNN), spec, exact=exact)
         except Unbuilt:  # the file went stale since index() looked, and this process may not rebuild it
             index.reset()
             return [self.knn_vec0(model_id, q, k, namespaces=namespaces, statuses=statuses, types=types,
