@@ -724,3 +724,28 @@ def test_a_single_writes_merge_check_is_exact_where_searches_are_approximate(
         assert again.action == "merged"
         mem.recall("staging database", namespace="proj")
         assert calls  # while a search above the row limit is approximate
+
+
+def test_the_change_log_keeps_what_grows_with_the_store(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trimmed to eight times the changes after which the index file is rewritten (at least a floor), so a
+    small store does not carry a big store's log, and a file a few rewrites old still catches up."""
+    from engram_cli.store import vector_index
+
+    monkeypatch.setattr(vector_index, "LOG_TRIM_EVERY", 64)
+    monkeypatch.setattr(vector_index, "LOG_KEEP_MIN", 100)
+    monkeypatch.setattr(vector_index, "PERSIST_DELTA", 10)
+    assert vector_index.log_keep(0) == 100
+    assert vector_index.log_keep(100_000) == 8 * 1562
+    assert vector_index.log_keep(1_000_000) == 8 * 15_625
+    store = _open(db_path, tmp_path / "cache")
+    try:
+        for round_ in range(3):  # 900 changes of 300 vectors (the store holds no memory rows)
+            _fill(store, 300, seed=round_)
+        held = store.scalar(f"SELECT count(*) FROM {LOG_TABLE}")
+        assert 100 <= held < 100 + 64
+        assert store.scalar(f"SELECT max(seq) FROM {LOG_TABLE}") == 900
+        _same_as_vec0(store, _queries())
+    finally:
+        store.close()

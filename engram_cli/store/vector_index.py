@@ -53,8 +53,12 @@ LOG_TABLE = "vector_changes"
 MAGIC = b"ENGRAMVI"
 FORMAT = 1
 ALIGN = 64
-# The log keeps this many of its newest rows; an index file older than what is left is rebuilt.
-LOG_KEEP = 100_000
+# The log keeps its newest rows: LOG_KEEP_REWRITES times the changes after which a writer rewrites
+# its index file (see persist_at), and at least LOG_KEEP_MIN. A file older than what is left is
+# rebuilt, which takes several rewrites skipped in a row (the index turned off for a while, a cache
+# that cannot be written). A fixed 100,000 rows cost 49 bytes a memory at 100k and ten times that at 10k.
+LOG_KEEP_MIN = 16_384
+LOG_KEEP_REWRITES = 8
 # How often (in log rows) the log is trimmed.
 LOG_TRIM_EVERY = 4096
 # Changed rows kept beside the base before they are folded into it (in memory, or into the file).
@@ -70,6 +74,18 @@ PERSIST_SHARE = 1 / 64
 # Changes (sequence, pk) remembered past a fold, so that a batch writer's neighbours found before it
 # stay exact across the fold (:class:`Prefetched`).
 CHANGES_KEEP = 8192
+
+
+def persist_at(rows: int) -> int:
+    """Changed rows after which a process rewrites the index file of a table of ``rows`` rows."""
+    return max(PERSIST_DELTA, int(rows * PERSIST_SHARE))
+
+
+def log_keep(rows: int) -> int:
+    """The change-log rows to keep for a store of ``rows`` memories."""
+    return max(LOG_KEEP_MIN, LOG_KEEP_REWRITES * persist_at(rows))
+
+
 # Candidates per wanted neighbour that the approximate path scores exactly (at least ``rerank``).
 RERANK_PER_K = 20
 
@@ -598,7 +614,7 @@ class VectorIndex:
         return purged or len(self.overlay) + len(self.gone) >= self._persist_at()
 
     def _persist_at(self) -> int:
-        return max(PERSIST_DELTA, int(self.base.n * PERSIST_SHARE) if self.base is not None else 0)
+        return persist_at(self.base.n if self.base is not None else 0)
 
     def _save(self) -> None:
         if self.overlay or self.gone:

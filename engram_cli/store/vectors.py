@@ -111,14 +111,16 @@ class Vectors:
         ``row`` makes the row as it is now from the row before (None: none), so that this process's
         index takes the change in without reading it back from the table.
         """
-        from engram_cli.store.vector_index import LOG_KEEP, LOG_TABLE, LOG_TRIM_EVERY
+        from engram_cli.store.vector_index import LOG_TABLE, LOG_TRIM_EVERY, log_keep
 
         ((seq, token),) = self.store.rows(
             f"INSERT INTO {LOG_TABLE} (model_id, memory_pk, token) VALUES (?, ?, random()) RETURNING seq, token",
             (model_id, pk),
         )
-        if seq % LOG_TRIM_EVERY == 0 and seq > LOG_KEEP:
-            self.store.execute(f"DELETE FROM {LOG_TABLE} WHERE seq <= ?", (seq - LOG_KEEP,))
+        if seq % LOG_TRIM_EVERY == 0:
+            keep = log_keep(int(self.store.scalar("SELECT count(*) FROM memories")))
+            if seq > keep:
+                self.store.execute(f"DELETE FROM {LOG_TABLE} WHERE seq <= ?", (seq - keep,))
         index = self._indexes.get(model_id)
         if index is not None and index.base is not None and seq == index.seq + 1:
             index.note(int(seq), int(token), pk, row(index.current(pk)))
