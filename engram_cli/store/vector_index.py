@@ -849,7 +849,7 @@ class Prefetched:
         self.spec = spec
         self.ask = k + spare
         self.lists = index.search(self.queries, self.ask, spec, exact=True)
-        self.seq = self._seen = index.seq  # changes up to _seen are in the arrays below
+        self._seen = index.seq  # the changes up to here are in the arrays below
         self._slot: dict[int, int] = {}  # pk changed since the search -> its row below
         self._pks = np.zeros(0, dtype=np.int64)
         self._unit = np.zeros((0, index.dim), dtype=np.float32)  # its unit vector (zeros when gone)
