@@ -202,7 +202,7 @@ def test_neighbours_found_before_a_run_of_writes_stay_exact_across_folds(
 
         monkeypatch.setattr(vector_index.VectorIndex, "_fold", counted_fold)
         rng = np.random.default_rng(3)
-        lost = found.lists[0][0][0]  # the best neighbour of the first query leaves the filter
+        lost = int(found.lists[0][0][0])  # the best neighbour of the first query leaves the filter
         for batch in range(4):
             with store.write():
                 if batch == 1:

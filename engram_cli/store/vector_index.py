@@ -692,6 +692,15 @@ class VectorIndex:
         Approximate (sign bits, then exact scores of the best candidates) when more than ``approx_min_rows``
         rows are to be searched, unless ``exact``.
         """
+        return [
+            list(zip(p.tolist(), s.tolist(), strict=True)) for p, s in self.search_arrays(queries, k, spec, exact=exact)
+        ]
+
+    def search_arrays(
+        self, queries: np.ndarray, k: int, spec: Filter, *, exact: bool = False
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`search`'s answer as two arrays per query, pks and cosines, best first: for callers that
+        keep many long lists (a batch writer's hundreds of queries, each with hundreds of spare neighbours)."""
         self.refresh()
         q = np.atleast_2d(np.asarray(queries, dtype=np.float32))
         qn = np.linalg.norm(q, axis=1)
@@ -719,15 +728,15 @@ class VectorIndex:
                 scores = (ov["matrix"][rows] @ q.T) / ov["norms"][rows, None]
                 for j in range(len(q)):
                     found[j].append((ov["pks"][rows], scores[:, j]))
-        out: list[list[tuple[int, float]]] = []
+        out: list[tuple[np.ndarray, np.ndarray]] = []
         for parts in found:
             if not parts:
-                out.append([])
+                out.append((np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)))
                 continue
             pks = np.concatenate([p for p, _ in parts])
             scores = np.concatenate([s for _, s in parts])
             best = _top(scores, k)
-            out.append([(int(pks[i]), float(scores[i])) for i in best])
+            out.append((pks[best], scores[best]))
         return out
 
     def _exact(self, q: np.ndarray, k: int, lo: int, hi: int, mask: np.ndarray | None, found: list[Any]) -> None:
@@ -848,7 +857,7 @@ class Prefetched:
         self.k = k
         self.spec = spec
         self.ask = k + spare
-        self.lists = index.search(self.queries, self.ask, spec, exact=True)
+        self.lists = index.search_arrays(self.queries, self.ask, spec, exact=True)
         self._seen = index.seq  # the changes up to here are in the arrays below
         self._slot: dict[int, int] = {}  # pk changed since the search -> its row below
         self._pks = np.zeros(0, dtype=np.int64)
@@ -886,9 +895,14 @@ class Prefetched:
         self.index.refresh()
         if not self._follow():
             return self.index.search(self.queries[j : j + 1], self.k, self.spec, exact=True)[0]
-        kept = [(pk, sim) for pk, sim in self.lists[j] if pk not in self._slot]
-        if len(kept) < self.k and len(self.lists[j]) >= self.ask:
+        pks, sims = self.lists[j]
+        if self._n:
+            unchanged = ~np.isin(pks, self._pks[: self._n])
+            pks, sims = pks[unchanged], sims[unchanged]
+        if len(pks) < self.k and len(self.lists[j][0]) >= self.ask:
             return self.index.search(self.queries[j : j + 1], self.k, self.spec, exact=True)[0]
+        # The lists are best first: only the first k that are left can be among the k best.
+        kept = list(zip(pks[: self.k].tolist(), sims[: self.k].tolist(), strict=True))
         if self._n:
             q = self.queries[j]
             scores = self._unit[: self._n] @ (q / (float(np.linalg.norm(q)) or 1.0))
