@@ -749,3 +749,33 @@ def test_the_change_log_keeps_what_grows_with_the_store(
         _same_as_vec0(store, _queries())
     finally:
         store.close()
+
+
+def test_two_writers_making_a_models_table_at_once_both_go_on(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second looked for the table before the first made it, then waited for the write lock."""
+    from engram_cli.errors import ModelError
+    from engram_cli.store.vectors import Vectors, table_name
+
+    first, second = _open(db_path, tmp_path / "cache"), _open(db_path, tmp_path / "cache")
+    try:
+        known = Vectors._known
+        looked: list[str] = []
+
+        def looked_too_early(self: Any, model_id: str) -> Any:
+            if self is second.vectors and not looked:
+                looked.append(model_id)
+                return None  # what it found before the first writer committed
+            return known(self, model_id)
+
+        monkeypatch.setattr(Vectors, "_known", looked_too_early)
+        assert first.vectors.ensure(MODEL, DIM) == table_name(MODEL)
+        assert second.vectors.ensure(MODEL, DIM) == table_name(MODEL)
+        assert looked == [MODEL]
+        assert second.scalar("SELECT count(*) FROM embedding_models") == 1
+        with pytest.raises(ModelError):
+            second.vectors.ensure(MODEL, DIM + 1)
+    finally:
+        first.close()
+        second.close()

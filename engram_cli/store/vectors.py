@@ -141,23 +141,27 @@ class Vectors:
     def ensure(self, model_id: str, dim: int) -> str:
         """The vec0 table of a model, created (with its registry row) on first use."""
         known = self._known(model_id)
-        if known is not None:
-            if known[1] != dim:
-                raise ModelError(f"model {model_id} has dimension {dim}, but its stored vectors have {known[1]}")
-            return known[0]
-        name = table_name(model_id)
-        with self.store.write():
-            self.store.execute(
-                f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING vec0("
-                f"memory_pk INTEGER PRIMARY KEY, embedding float[{int(dim)}] distance_metric=cosine, "
-                f"namespace TEXT PARTITION KEY, status TEXT, memory_type TEXT, agent_id TEXT, chunk_size={CHUNK_SIZE})"
-            )
-            self.store.execute(
-                "INSERT INTO embedding_models (model_id, dim, vec_table, created_at) VALUES (?, ?, ?, ?)",
-                (model_id, dim, name, iso_now()),
-            )
-        self._tables[model_id] = (name, dim)
-        return name
+        if known is None:
+            with self.store.write():
+                # Looked for again under the write lock: another process may have made it since.
+                row = self.store.one("SELECT vec_table, dim FROM embedding_models WHERE model_id = ?", (model_id,))
+                if row is None:
+                    name = table_name(model_id)
+                    self.store.execute(
+                        f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING vec0("
+                        f"memory_pk INTEGER PRIMARY KEY, embedding float[{int(dim)}] distance_metric=cosine, "
+                        "namespace TEXT PARTITION KEY, status TEXT, memory_type TEXT, agent_id TEXT, "
+                        f"chunk_size={CHUNK_SIZE})"
+                    )
+                    self.store.execute(
+                        "INSERT INTO embedding_models (model_id, dim, vec_table, created_at) VALUES (?, ?, ?, ?)",
+                        (model_id, dim, name, iso_now()),
+                    )
+                    row = (name, dim)
+            known = self._tables[model_id] = (str(row[0]), int(row[1]))
+        if known[1] != dim:
+            raise ModelError(f"model {model_id} has dimension {dim}, but its stored vectors have {known[1]}")
+        return known[0]
 
     def in_use(self) -> list[tuple[str, str]]:
         """(model id, vec0 table) of every model with a table, by model id."""
