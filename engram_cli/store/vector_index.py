@@ -33,7 +33,7 @@ import logging
 import os
 import struct
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -509,11 +509,12 @@ class VectorIndex:
         if mine:
             self._apply(mine, self.rows_of(sorted({pk for _, pk in mine})))
 
-    def note(self, seq: int, token: int, pk: int, row: Row | None) -> None:
-        """A change this connection has just made to the table and logged as ``seq``: ``pk`` now holds
-        ``row`` (None: it is gone). Taken as it is, without reading the row back, when the index holds
-        every change before it; otherwise the next refresh reads it from the table."""
+    def note(self, seq: int, token: int, pk: int, change: Callable[[Row | None], Row | None]) -> None:
+        """A change this connection has just made to the table and logged as ``seq``: ``change`` makes the
+        row ``pk`` holds now from the one it held (None: none). Taken as it is, without reading the row
+        back, when the index holds every change before it; otherwise the next refresh reads it from the table."""
         if self.base is not None and seq == self.seq + 1:
+            row = change(self.current(pk))
             self.seq, self.token = seq, token
             self._apply([(seq, pk)], {} if row is None else {pk: row})
 

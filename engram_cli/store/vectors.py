@@ -122,8 +122,8 @@ class Vectors:
             if seq > keep:
                 self.store.execute(f"DELETE FROM {LOG_TABLE} WHERE seq <= ?", (seq - keep,))
         index = self._indexes.get(model_id)
-        if index is not None and index.base is not None and seq == index.seq + 1:
-            index.note(int(seq), int(token), pk, row(index.current(pk)))
+        if index is not None:
+            index.note(int(seq), int(token), pk, row)
 
     def _known(self, model_id: str) -> tuple[str, int] | None:
         if model_id not in self._tables:
