@@ -194,6 +194,11 @@ class Engram:
         for model_id, _ in vectors.in_use():
             vectors.warm(model_id)
 
+    def keep_keyword_scorer(self) -> None:
+        """Rank keyword matches in memory from the next recall on, as a process does from its second search
+        (see ``store.keywords``): for a long-lived process, so that its first answer does not pay for it."""
+        self.store.keywords.keep_scorer()
+
     def scoped(self, scope: Scope) -> Engram:
         """This store seen from another :attr:`scope` (a hook speaks for the assistant's project, not its cwd).
 

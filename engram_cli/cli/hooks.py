@@ -214,7 +214,9 @@ def serve(
 
     def warm_up() -> None:
         # Loads the model and the store's pages as the first prompt would; reading only, no access counted.
-        state.engram().recall("warm up", k=1, bump=False, evidence=False)
+        mem = state.engram()
+        mem.recall("warm up", k=1, bump=False, evidence=False)
+        mem.keep_keyword_scorer()
 
     def build_index() -> None:
         # In the service's background thread, so on a connection of its own (apsw connections are not

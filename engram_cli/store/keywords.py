@@ -3,6 +3,10 @@
 The terms are analysed before they get here (``engram_cli.lang.text``: CJK bigrams, split
 identifiers), so FTS5 only stems and counts them; a query is searched as any of its terms,
 ranked by BM25. The index is contentless: it keeps no text, only what it needs to match.
+
+A process's first search of a database asks FTS5 to rank the matches. From its second search on, it
+ranks them with :class:`~engram_cli.store.keyword_scorer.KeywordScorer` (the same scores, several times
+faster), which keeps every row's length in memory: worth it only to a process that searches again.
 """
 
 from __future__ import annotations
@@ -12,12 +16,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engram_cli.memory.model import Filters
+from engram_cli.store.keyword_log import log_change
 from engram_cli.store.sql import passing
 
 if TYPE_CHECKING:
     import numpy as np
 
     from engram_cli.store.database import Database
+    from engram_cli.store.keyword_scorer import KeywordScorer
 
 # How many of the best matches, per hit wanted, a search without a namespace filter takes from FTS5 before it
 # falls back to ranking every match; also the first stretch of the ranking checked against the filters.
@@ -34,15 +40,48 @@ def match_expression(terms: Sequence[str]) -> str | None:
 class Keywords:
     def __init__(self, store: Database) -> None:
         self.store = store
+        self._scorer: KeywordScorer | None = None
 
     def put(self, pk: int, terms: str) -> None:
         """Make ``terms`` (space-separated, analysed) the keyword row of memory ``pk``."""
         # A contentless table has no UPDATE: delete, then insert.
         self.store.execute("DELETE FROM memory_fts WHERE rowid = ?", (pk,))
         self.store.execute("INSERT INTO memory_fts (rowid, terms) VALUES (?, ?)", (pk, terms))
+        log_change(self.store, pk)
 
     def delete(self, pk: int) -> None:
         self.store.execute("DELETE FROM memory_fts WHERE rowid = ?", (pk,))
+        log_change(self.store, pk)
+
+    def keep_scorer(self) -> None:
+        """Rank with the in-memory scorer from the next search on (a process that will search many times),
+        reading every row's length now rather than in the middle of its second search."""
+        scorer = self._shared()
+        if scorer is not None:
+            with scorer.lock, self.store.read():
+                scorer.refresh(self.store)
+
+    def _shared(self) -> KeywordScorer | None:
+        from engram_cli.store.keyword_scorer import scorer_for
+
+        if self._scorer is None:
+            self._scorer = scorer_for(self.store)
+        return self._scorer
+
+    def _scored(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
+        """Every match of ``terms`` ranked by the in-memory scorer, or None: FTS5 ranks them (see the module
+        docstring)."""
+        scorer = self._shared()
+        if scorer is None:
+            return None
+        with scorer.lock:
+            scorer.searches += 1
+            if not scorer.ready and scorer.searches < 2:
+                return None
+            with self.store.read():  # the lengths, the postings and FTS5's totals from one snapshot
+                scorer.refresh(self.store)
+                stems = scorer.stems(self.store, terms)
+                return None if stems is None else scorer.rank(self.store, stems)
 
     def search(self, terms: Sequence[str], filters: Filters, limit: int) -> list[tuple[int, float]]:
         """Up to ``limit`` memories passing ``filters`` that have any of ``terms``: (pk, score), best first.
@@ -63,6 +102,9 @@ class Keywords:
         if match is None:
             return [[] for _ in filter_sets]
         found: list[list[tuple[int, float]] | None] = [None] * len(filter_sets)
+        scored = self._scored(terms)
+        if scored is not None:
+            return [self._walk(scored, filters, limit) for filters in filter_sets]
         # Without a namespace or model filter, most of the best matches pass the filters: FTS5 sorts its
         # matches itself and only the head leaves SQLite.
         if all(f.namespaces is None and f.embedding_model is None for f in filter_sets):
@@ -133,6 +175,20 @@ class Keywords:
         :meth:`holders` restricted to ``pks``: each term's posting list is walked once, and only its length
         and the candidates in it leave SQLite.
         """
+        scorer = self._shared()
+        if scorer is not None and scorer.ready:
+            with scorer.lock, self.store.read():
+                scorer.refresh(self.store)
+                stems = scorer.stems(self.store, terms)
+                if stems is not None:
+                    import numpy as np
+
+                    asked = np.asarray(list(pks), dtype=np.int64)
+                    counted: dict[str, tuple[int, set[int]]] = {}
+                    for term, stem in zip(terms, stems, strict=True):
+                        rows, held = scorer.holding(self.store, stem, asked)
+                        counted[term] = (rows, set(held.tolist()))
+                    return counted
         wanted = json.dumps(list(pks))
         out: dict[str, tuple[int, set[int]]] = {}
         for term in terms:

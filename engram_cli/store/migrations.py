@@ -419,6 +419,23 @@ def _m0007_lean_event_indexes(conn: apsw.Connection) -> None:
     )
 
 
+def _m0008_keyword_changes(conn: apsw.Connection) -> None:
+    # A process that searches many times ranks keyword matches itself, from every keyword row's length
+    # kept in memory (store.keyword_scorer). Every write to memory_fts logs the memory's pk here in the
+    # same transaction (FTS5 tables take no triggers), so those lengths follow other processes' writes.
+    # As in vector_changes, the random token tells a change apart from another that got the same
+    # sequence number (the file restored from a backup, then written again).
+    conn.execute(
+        """
+        CREATE TABLE keyword_changes (
+            seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+            memory_pk INTEGER NOT NULL,
+            token     INTEGER NOT NULL
+        );
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "initial schema", _m0001_initial),
     Migration(2, "ingest cursors, sessions and items", _m0002_ingest),
@@ -427,4 +444,5 @@ MIGRATIONS: list[Migration] = [
     Migration(5, "the conversation as evidence", _m0005_evidence),
     Migration(6, "a log of vector changes for the vector index", _m0006_vector_changes),
     Migration(7, "event indexes that queries use", _m0007_lean_event_indexes),
+    Migration(8, "a log of keyword row changes for the keyword scorer", _m0008_keyword_changes),
 ]
