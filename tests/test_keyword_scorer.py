@@ -113,6 +113,14 @@ def test_the_first_search_asks_fts5_and_later_ones_the_scorer(store: Any) -> Non
     assert store.keywords._shared().ready
 
 
+def test_a_scorer_that_ranks_otherwise_than_fts5_is_not_used(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    put(store, {pk: "cache " * (pk % 3 + 1) + "queue" * (pk % 2) for pk in range(1, 30)})
+    monkeypatch.setattr(scorermod, "K1", 1.25)  # as if a later FTS5 weighed term frequency otherwise
+    store.keywords.keep_scorer()
+    assert store.keywords._scored(["cache"]) is None
+    assert store.keywords._shared().agrees is False
+
+
 def test_a_term_of_several_tokens_is_left_to_fts5(store: Any) -> None:
     put(store, {1: "deploy cache", 2: "cache deploy", 3: "deploy"})
     store.keywords.keep_scorer()

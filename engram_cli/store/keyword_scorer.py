@@ -85,6 +85,8 @@ class KeywordScorer:
         self._seen: tuple[int, int] | None = None
         # Posting lists read since the last change: recall asks for the same terms twice (rank, then shares).
         self._memo: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # Whether it ranks as this SQLite's FTS5 does (checked once, on the index's own terms); None: not yet.
+        self.agrees: bool | None = None
 
     @property
     def ready(self) -> bool:
@@ -155,6 +157,12 @@ class KeywordScorer:
                 return None
             out.append(str(tokens[0][2]))
         return out
+
+    def sample_terms(self, db: Database, count: int) -> list[str]:
+        """Up to ``count`` of the index's own tokens that the tokenizer leaves as they are (so that a query
+        of them finds them), for checking the scorer against FTS5."""
+        tokens = [str(r[0]) for r in db.rows(f"SELECT DISTINCT term FROM {VOCAB} LIMIT ?", (count * 8,))]
+        return [t for t in tokens if self.stems(db, [t]) == [t]][:count]
 
     def postings(self, db: Database, stem: str) -> tuple[np.ndarray, np.ndarray]:
         """The rows holding ``stem``: their pks (ascending) and how often each holds it."""

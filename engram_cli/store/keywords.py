@@ -12,6 +12,7 @@ faster), which keeps every row's length in memory: worth it only to a process th
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 
     from engram_cli.store.database import Database
     from engram_cli.store.keyword_scorer import KeywordScorer
+
+log = logging.getLogger(__name__)
 
 # How many of the best matches, per hit wanted, a search without a namespace filter takes from FTS5 before it
 # falls back to ranking every match; also the first stretch of the ranking checked against the filters.
@@ -80,8 +83,27 @@ class Keywords:
                 return None
             with self.store.read():  # the lengths, the postings and FTS5's totals from one snapshot
                 scorer.refresh(self.store)
-                stems = scorer.stems(self.store, terms)
+                if scorer.agrees is None:
+                    scorer.agrees = self._agrees(scorer)
+                stems = scorer.stems(self.store, terms) if scorer.agrees else None
                 return None if stems is None else scorer.rank(self.store, stems)
+
+    def _agrees(self, scorer: KeywordScorer) -> bool:
+        """Whether ``scorer`` ranks a few of the index's own terms exactly as this SQLite's FTS5 does. Its
+        formula is FTS5's as of SQLite 3.54; an FTS5 that scored otherwise is left to rank by itself."""
+        import numpy as np
+
+        terms = scorer.sample_terms(self.store, 3)
+        if not terms:
+            return True  # nothing indexed yet: nothing to rank differently
+        match = match_expression(terms)
+        assert match is not None
+        own = scorer.rank(self.store, terms)
+        theirs = self._ranked(match)
+        same = own is not None and np.array_equal(own[0], theirs[0]) and np.array_equal(own[1], theirs[1])
+        if not same:
+            log.warning("the keyword scorer ranks otherwise than this SQLite's FTS5; FTS5 ranks every search")
+        return same
 
     def search(self, terms: Sequence[str], filters: Filters, limit: int) -> list[tuple[int, float]]:
         """Up to ``limit`` memories passing ``filters`` that have any of ``terms``: (pk, score), best first.
@@ -176,7 +198,7 @@ class Keywords:
         and the candidates in it leave SQLite.
         """
         scorer = self._shared()
-        if scorer is not None and scorer.ready:
+        if scorer is not None and scorer.ready and scorer.agrees:
             with scorer.lock, self.store.read():
                 scorer.refresh(self.store)
                 stems = scorer.stems(self.store, terms)
