@@ -78,7 +78,8 @@ class KeywordScorer:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.searches = 0  # searches of this database in this process, whether scored here or by FTS5
-        self._tokenizers: dict[int, Any] = {}  # per connection (an FTS5 tokenizer belongs to one)
+        # The FTS5 tokenizer and the connection it belongs to (the last one that asked).
+        self._tokenizer: tuple[apsw.Connection, Any] | None = None
         self._pks = np.zeros(0, dtype=np.int64)  # every keyword row's pk, sorted
         self._lengths = np.zeros(0, dtype=np.float64)  # its length in tokens
         # The last change of the log the lengths include, and its token; None: nothing read yet.
@@ -145,10 +146,9 @@ class KeywordScorer:
 
     def stems(self, db: Database, terms: Sequence[str]) -> list[str] | None:
         """Each term as the one token FTS5 would look up for it; None when one of them is not one token."""
-        tokenize = self._tokenizers.get(id(db.conn))
-        if tokenize is None:
-            self._tokenizers.clear()  # a store closed since: its connection's tokenizer goes with it
-            tokenize = self._tokenizers[id(db.conn)] = db.conn.fts5_tokenizer(*TOKENIZER)
+        if self._tokenizer is None or self._tokenizer[0] is not db.conn:
+            self._tokenizer = db.conn, db.conn.fts5_tokenizer(*TOKENIZER)
+        tokenize = self._tokenizer[1]
         out: list[str] = []
         for term in terms:
             tokens = list(tokenize(term.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None))
