@@ -10,7 +10,7 @@ if TYPE_CHECKING:
 
 LOG_TABLE = "keyword_changes"
 # Changes kept in the log: a process that falls further behind reads every length again (0.2 s at
-# 100,000 memories). Each change is a pk, a sequence number and a token, about 25 bytes.
+# 100,000 memories). Each change is a pk, a sequence number and a token: 21 bytes a row.
 LOG_KEEP = 16_384
 # The log is trimmed when a change's sequence number is a multiple of this.
 TRIM_EVERY = 1_024
