@@ -45,11 +45,16 @@ def _ranked_in_sql(store: Any, terms: list[str], filters: Any, limit: int) -> li
     return [(int(pk), -float(rank)) for pk, rank in rows]
 
 
+@pytest.mark.parametrize("ranker", ["fts5", "scorer"])
 def test_searching_answers_as_ranking_every_match_under_the_filters(
-    filled: Any, monkeypatch: pytest.MonkeyPatch
+    filled: Any, monkeypatch: pytest.MonkeyPatch, ranker: str
 ) -> None:
     store = filled.store
     keywords = store.keywords
+    if ranker == "fts5":
+        monkeypatch.setattr(keywords, "_scored", lambda terms: None)
+    else:
+        keywords.keep_scorer()  # the in-memory scorer ranks every search (store.keyword_scorer)
     every = filled.filters(all_namespaces=True)
     alpha = filled.filters(namespace="alpha")
     scopes = [every, replace(every, types=["semantic"]), alpha, replace(alpha, types=["semantic"])]
@@ -79,7 +84,7 @@ def test_searching_answers_as_ranking_every_match_under_the_filters(
             assert keywords.search_many(terms, scopes, limit) == expected, (query, limit)
             for filters, answer in zip(scopes, expected, strict=True):
                 assert keywords.search(terms, filters, limit) == answer, (query, limit, filters)
-    assert heads, "no search took the head"
+    assert bool(heads) == (ranker == "fts5"), "the head is FTS5's own shortcut"
     # A head that holds every match is the whole ranking: however few pass, FTS5 is not asked again.
     ranked: list[str] = []
     rank_all = keywords._ranked
@@ -90,6 +95,31 @@ def test_searching_answers_as_ranking_every_match_under_the_filters(
     assert any(later == 4 * first for first, later in itertools.pairwise(stretches))
     tied = [score for _, score in keywords.search(["deploy"], every, 20)]
     assert len(set(tied)) < len(tied)
+
+
+def test_a_walk_whose_filters_keep_few_reads_what_they_keep(filled: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = filled.store
+    keywords = store.keywords
+    every = filled.filters(all_namespaces=True)
+    times = [str(r[0]) for r in store.rows("SELECT created_at FROM memories ORDER BY created_at")]
+    narrow = replace(every, since=times[15], until=times[21])  # a time window: a few of 40 memories
+    assert 0 < len(store.memories.pks(narrow)) < 10
+    read: list[int] = []
+    read_all = keywords._passing_all
+    monkeypatch.setattr(keywords, "_passing_all", lambda f, most: read.append(most) or read_all(f, most))
+    monkeypatch.setattr(keywordsmod, "HEAD_PER_LIMIT", 1)
+    monkeypatch.setattr(keywordsmod, "NARROW_WALK", 4)
+    for query in QUERIES:
+        terms = textmod.query_terms(query)
+        for filters in (narrow, every):
+            assert keywords.search(terms, filters, 8) == _ranked_in_sql(store, terms, filters, 8), (query, filters)
+    assert read, "no walk read the memories its filters keep"
+    # Filters that keep more memories than are left to check: the walk goes on checking them.
+    monkeypatch.setattr(keywordsmod, "NARROW_WALK", 1)
+    wide = replace(every, types=["semantic"])
+    for query in QUERIES:
+        terms = textmod.query_terms(query)
+        assert keywords.search(terms, wide, 40) == _ranked_in_sql(store, terms, wide, 40), query
 
 
 def test_search_with_a_namespace_filter_keeps_only_that_namespace(filled: Any) -> None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from engram_cli.memory.model import Filters
 from engram_cli.store.keyword_log import log_change
-from engram_cli.store.sql import passing
+from engram_cli.store.sql import passing, where
 
 if TYPE_CHECKING:
     import numpy as np
@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 # How many of the best matches, per hit wanted, a search without a namespace filter takes from FTS5 before it
 # falls back to ranking every match; also the first stretch of the ranking checked against the filters.
 HEAD_PER_LIMIT = 8
+# Matches left to check past which a walk whose filters keep few of them (a time window) reads the memories the
+# filters keep instead, when they are fewer: checking a match costs about what reading a kept pk does.
+NARROW_WALK = 2_000
 
 
 def match_expression(terms: Sequence[str]) -> str | None:
@@ -179,6 +182,8 @@ class Keywords:
 
         The ranking is checked against the filters a stretch at a time, each stretch four times the last:
         broad filters stop after the first, narrow ones take a few statements whatever the matches' number.
+        Filters that keep few (a time window) would have the walk check most of the ranking: when fewer
+        memories pass them than are left to check, those are read instead and the rest is walked in memory.
         """
         pks, ranks = ranked
         kept: list[tuple[int, float]] = []
@@ -189,7 +194,28 @@ class Keywords:
             kept.extend((pk, -float(ranks[start + i])) for i, pk in enumerate(part) if pk in held)
             start += stretch
             stretch *= 4
+            rest = len(pks) - start
+            if len(kept) < limit and rest > NARROW_WALK and (limit - len(kept)) * start > NARROW_WALK * len(kept):
+                # Few pass (a time window): checking the rest would take more rows than the filters keep
+                # in the whole store. Read those instead, if they are fewer than the rest, and walk in memory.
+                import numpy as np
+
+                allowed = self._passing_all(filters, rest)
+                if allowed is not None:
+                    tail = np.flatnonzero(np.isin(pks[start:], allowed)) + start
+                    kept.extend((int(pks[i]), -float(ranks[i])) for i in tail[: limit - len(kept)].tolist())
+                    break
         return kept[:limit]
+
+    def _passing_all(self, filters: Filters, most: int) -> np.ndarray | None:
+        """The pks of every memory that passes ``filters``, or None when there are more than ``most``."""
+        import numpy as np
+
+        clause, params = where(filters)
+        rows = self.store.rows(f"SELECT m.pk FROM memories m WHERE {clause} LIMIT ?", [*params, most + 1])
+        if len(rows) > most:
+            return None
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
     def term_counts(self, terms: Sequence[str], pks: Sequence[int]) -> dict[str, tuple[int, set[int]]]:
         """term -> (how many keyword rows hold it, which of ``pks`` do), stemmed as the index stems it.
