@@ -252,3 +252,17 @@ def _count_loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(scorermod.KeywordScorer, "_load", counted)
     return loads
+
+
+def test_row_counts_are_fts5s_own_through_deletes(store: Any) -> None:
+    assert store.keywords.documents() == 0 == store.evidence.documents()  # before any row
+    put(store, {pk: "cache" for pk in range(1, 30)})
+    with store.write():
+        for pk in (3, 4, 5):
+            store.keywords.delete(pk)
+        for pk in range(1, 8):
+            store.execute("INSERT INTO evidence_fts (rowid, terms) VALUES (?, 'cache queue')", (pk,))
+        store.execute("DELETE FROM evidence_fts WHERE rowid IN (2, 6)")
+    put(store, {4: "queue", 40: "token"})
+    assert store.keywords.documents() == store.scalar("SELECT count(*) FROM memory_fts_docsize") == 28
+    assert store.evidence.documents() == store.scalar("SELECT count(*) FROM evidence_fts_docsize") == 5

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from engram_cli.memory.model import Turn
+from engram_cli.store.fts5_format import fts5_totals
 from engram_cli.store.keywords import match_expression
 from engram_cli.store.sql import chunks, marks
 from engram_cli.store.vectors import MAX_KNN, table_name
@@ -314,7 +315,8 @@ class EvidenceRows:
         return [(int(pk), -float(rank)) for pk, rank in rows]
 
     def documents(self) -> int:
-        return int(self.store.scalar("SELECT count(*) FROM evidence_fts_docsize"))
+        """How many turns have a keyword row (FTS5's own count: no scan of its rows)."""
+        return fts5_totals(self.store, "evidence_fts")[0]
 
     def holders(self, terms: Sequence[str]) -> dict[str, set[int]]:
         """term -> the turns whose keyword row holds it (see Keywords.holders)."""

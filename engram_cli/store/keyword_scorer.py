@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 import numpy as np
 
+from engram_cli.store.fts5_format import fts5_totals, varint
 from engram_cli.store.keyword_log import LOG_TABLE
 
 if TYPE_CHECKING:
@@ -53,20 +54,8 @@ IDF_FLOOR = 1e-6
 # The tokenizer memory_fts was made with (migration 1), as FTS5 runs it on a query's phrases.
 TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2", "tokenchars", "_"])
 VOCAB = "temp.memory_fts_instances"
-AVERAGES_ROWID = 1  # FTS5 keeps the row count and the total length in this row of its data table
 # Databases a process keeps a scorer for at once (the least recently used goes).
 SHARED_MAX = 4
-
-
-def varint(data: bytes, at: int = 0) -> tuple[int, int]:
-    """SQLite's variable-length integer at ``data[at]`` (as FTS5 stores sizes): value, next offset."""
-    value = 0
-    for i in range(8):
-        byte = data[at + i]
-        if byte < 0x80:
-            return (value << 7) | byte, at + i + 1
-        value = (value << 7) | (byte & 0x7F)
-    return (value << 8) | data[at + 8], at + 9
 
 
 class KeywordScorer:
@@ -205,7 +194,7 @@ class KeywordScorer:
             log.warning("keyword scorer: a matching row has no known length; searching with FTS5")
             self.forget()
             return None
-        total_rows, total_tokens = _averages(db)
+        total_rows, total_tokens = fts5_totals(db, "memory_fts")
         # fts5_aux.c: score += idf * ((f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl))), phrase by phrase.
         avgdl = float(total_tokens) / float(total_rows)
         norm = K1 * (1 - B + B * self._lengths[at] / avgdl)
@@ -221,14 +210,6 @@ class KeywordScorer:
         ranks = -1.0 * score
         order = np.lexsort((rows, ranks))
         return rows[order], ranks[order]
-
-
-def _averages(db: Database) -> tuple[int, int]:
-    """FTS5's own row count and total length, as its bm25() reads them."""
-    block = db.scalar("SELECT block FROM memory_fts_data WHERE id = ?", (AVERAGES_ROWID,))
-    rows, at = varint(block)
-    tokens, _ = varint(block, at)
-    return rows, tokens
 
 
 _shared: OrderedDict[tuple[Any, ...], KeywordScorer] = OrderedDict()

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engram_cli.memory.model import Filters
+from engram_cli.store.fts5_format import fts5_totals
 from engram_cli.store.keyword_log import log_change
 from engram_cli.store.sql import passing, where
 
@@ -253,8 +254,8 @@ class Keywords:
         return out
 
     def documents(self) -> int:
-        """How many memories have a keyword row."""
-        return int(self.store.scalar("SELECT count(*) FROM memory_fts_docsize"))
+        """How many memories have a keyword row (FTS5's own count: no scan of its rows)."""
+        return fts5_totals(self.store, "memory_fts")[0]
 
     def holders(self, terms: Sequence[str]) -> dict[str, set[int]]:
         """term -> the pks whose keyword row holds it (stemmed as the index stems it).
