@@ -201,12 +201,12 @@ class KeywordScorer:
         score = np.zeros(len(rows), dtype=np.float64)
         for stem in stems:
             holders, counts = found[stem]
-            freq = np.zeros(len(rows), dtype=np.float64)
-            freq[np.searchsorted(rows, holders)] = counts
             idf = math.log((total_rows - len(holders) + 0.5) / (len(holders) + 0.5))
             if idf <= 0.0:
                 idf = IDF_FLOOR
-            score = score + idf * ((freq * (K1 + 1.0)) / (freq + norm))
+            # Only the rows holding the phrase: FTS5 adds 0.0 for the others, which leaves a score as it is.
+            mine = np.searchsorted(rows, holders)
+            score[mine] = score[mine] + idf * ((counts * (K1 + 1.0)) / (counts + norm[mine]))
         ranks = -1.0 * score
         order = np.lexsort((rows, ranks))
         return rows[order], ranks[order]
