@@ -1,8 +1,9 @@
 """BM25 of the keyword index computed in numpy, with the same result as FTS5's ``bm25()``, bit for bit.
 
 FTS5 scores every match of a query row by row, and for a contentless table each row's score looks
-its length up in ``memory_fts_docsize``: about a microsecond a match, 40 ms for a query with 14,000
-matches at 100,000 memories. Walking the same posting lists without scoring them costs a fifth of that.
+its length up in ``memory_fts_docsize``: a few microseconds a match, 25 to 50 ms for a query with 14,000
+matches at 100,000 memories on the build machine. Walking the same posting lists without scoring them
+costs a quarter of that.
 So a process that searches more than once (the warm service, the MCP server, a library caller, `eval`)
 keeps every keyword row's length in memory, reads the query terms' posting lists through an
 ``fts5vocab`` table, and scores them all at once in numpy, in FTS5's order of operations, so that the
@@ -10,8 +11,9 @@ scores, the ranking and the ties are FTS5's own.
 
 The lengths stay exact across writers: every change of a keyword row is logged (``keyword_changes``,
 the memory's pk and a random token, in the same transaction), and each search first reads the rows
-changed since it last looked. When the log no longer reaches back that far, or the change it last read
-is not there any more (the file was restored from a backup), the lengths are read again.
+changed since it last looked. When the change it last read is not there any more (the log was trimmed
+past it, a rollback undid it, or the file was restored from a backup and written again), or more than
+MAX_CHANGES came in since, the lengths are read again.
 
 The scorer belongs to the process, not to one open store: the warm service runs each prompt's command
 afresh, opening the database each time, and its scorer must outlive that. Scorers are found by the

@@ -32,8 +32,8 @@ log = logging.getLogger(__name__)
 # How many of the best matches, per hit wanted, a search without a namespace filter takes from FTS5 before it
 # falls back to ranking every match; also the first stretch of the ranking checked against the filters.
 HEAD_PER_LIMIT = 8
-# Matches left to check past which a walk whose filters keep few of them (a time window) reads the memories the
-# filters keep instead, when they are fewer: checking a match costs about what reading a kept pk does.
+# Matches a walk whose filters keep few of them (a time window) may still have to check before it reads the
+# memories the filters keep instead (when they are fewer than the matches left): each check is a row lookup.
 NARROW_WALK = 2_000
 
 
@@ -197,8 +197,8 @@ class Keywords:
             stretch *= 4
             rest = len(pks) - start
             if len(kept) < limit and rest > NARROW_WALK and (limit - len(kept)) * start > NARROW_WALK * len(kept):
-                # Few pass (a time window): checking the rest would take more rows than the filters keep
-                # in the whole store. Read those instead, if they are fewer than the rest, and walk in memory.
+                # Few pass (a time window): finishing would check more than NARROW_WALK matches. Read the
+                # memories the filters keep instead, if they are fewer than the matches left, and walk in memory.
                 import numpy as np
 
                 allowed = self._passing_all(filters, rest)
