@@ -266,3 +266,13 @@ def test_row_counts_are_fts5s_own_through_deletes(store: Any) -> None:
     put(store, {4: "queue", 40: "token"})
     assert store.keywords.documents() == store.scalar("SELECT count(*) FROM memory_fts_docsize") == 28
     assert store.evidence.documents() == store.scalar("SELECT count(*) FROM evidence_fts_docsize") == 5
+
+
+def test_the_postings_kept_between_changes_are_bounded(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scorermod, "MEMO_ROWS", 25)
+    put(store, {pk: "cache queue" if pk % 2 else "cache token" for pk in range(1, 21)})
+    store.keywords.keep_scorer()
+    scorer = store.keywords._shared()
+    for terms in (["cache"], ["queue", "token"], ["cache", "queue"]):
+        assert_same(scored(store, terms), fts5(store, terms))
+        assert sum(len(pks) for pks, _ in scorer._memo.values()) <= 25

@@ -47,7 +47,9 @@ log = logging.getLogger(__name__)
 
 # Changes read one by one at most; more than this, and every length is read again.
 MAX_CHANGES = 4_096
-MEMO_SIZE = 256  # posting lists kept between two changes
+# Postings kept between two changes, counted in rows (16 bytes each): a common term at a million memories
+# holds a few hundred thousand.
+MEMO_ROWS = 2_000_000
 
 # FTS5's bm25() constants (fts5_aux.c) and its floor for the idf of a term most rows hold.
 K1 = 1.2
@@ -159,8 +161,6 @@ class KeywordScorer:
         """The rows holding ``stem``: their pks (ascending) and how often each holds it."""
         if stem in self._memo:
             return self._memo[stem]
-        if len(self._memo) >= MEMO_SIZE:
-            self._memo.clear()
         joined = db.scalar(f"SELECT group_concat(doc) FROM {VOCAB} WHERE term = ?", (stem,))
         if joined:
             docs = np.fromstring(joined, dtype=np.int64, sep=",")  # one entry per occurrence, in row order
@@ -168,6 +168,8 @@ class KeywordScorer:
             found = docs[starts], np.diff(np.append(starts, len(docs))).astype(np.float64)
         else:
             found = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        if sum(len(pks) for pks, _ in self._memo.values()) + len(found[0]) > MEMO_ROWS:
+            self._memo.clear()
         self._memo[stem] = found
         return found
 
