@@ -86,11 +86,16 @@ class Keywords:
             if not scorer.ready and scorer.searches < 2:
                 return None
             with self.store.read():  # the lengths, the postings and FTS5's totals from one snapshot
-                scorer.refresh(self.store)
-                if scorer.agrees is None:
-                    scorer.agrees = self._agrees(scorer)
-                stems = scorer.stems(self.store, terms) if scorer.agrees else None
+                stems = self._stems(scorer, terms)
                 return None if stems is None else scorer.rank(self.store, stems)
+
+    def _stems(self, scorer: KeywordScorer, terms: Sequence[str]) -> list[str] | None:
+        """``scorer`` brought up to the caller's read transaction, and ``terms`` as it looks them up; None when
+        it may not rank them (it ranks otherwise than FTS5, or a term is a phrase). The caller holds its lock."""
+        scorer.refresh(self.store)
+        if scorer.agrees is None:
+            scorer.agrees = self._agrees(scorer)
+        return scorer.stems(self.store, terms) if scorer.agrees else None
 
     def _agrees(self, scorer: KeywordScorer) -> bool:
         """Whether ``scorer`` ranks a few of the index's own terms exactly as this SQLite's FTS5 does. Its
@@ -225,10 +230,9 @@ class Keywords:
         and the candidates in it leave SQLite.
         """
         scorer = self._shared()
-        if scorer is not None and scorer.ready and scorer.agrees:
+        if scorer is not None and scorer.ready:
             with scorer.lock, self.store.read():
-                scorer.refresh(self.store)
-                stems = scorer.stems(self.store, terms)
+                stems = self._stems(scorer, terms)
                 if stems is not None:
                     import numpy as np
 
