@@ -88,6 +88,37 @@ def test_exact_search_answers_what_sqlite_vec_answers(db_path: Path, tmp_path: P
         store.close()
 
 
+@pytest.mark.parametrize("approx", [False, True], ids=["exact", "sign-bits"])
+def test_a_shifted_query_is_searched_as_the_moved_vector_would_be(db_path: Path, tmp_path: Path, approx: bool) -> None:
+    store = _open(db_path, tmp_path / "cache", approx_min_rows=1 if approx else 0, rerank=10**6)
+    try:
+        _fill(store, 600)
+        rng = np.random.default_rng(5)
+        shifts = [rng.normal(size=DIM).astype(np.float32) * scale for scale in (0.1, 1.0)]
+
+        def same() -> None:
+            for filters in [*FILTERS, {"statuses": ["superseded"]}]:  # the last: few rows pass, scored alone
+                for q in _queries(3):
+                    for shift in shifts:
+                        first, moved = store.vectors.knn_many(MODEL, [q], 9, shift=shift, **filters)
+                        unit = q / np.linalg.norm(q)
+                        target = (unit + shift) / np.linalg.norm(unit + shift)
+                        alone = store.vectors.knn(MODEL, target, 9, exact=True, **filters)
+                        assert first == store.vectors.knn(MODEL, q, 9, **filters)
+                        assert [pk for pk, _ in moved] == [pk for pk, _ in alone], filters
+                        assert [s for _, s in moved] == pytest.approx([s for _, s in alone], abs=1e-5)
+
+        same()
+        with store.write():  # changed and new rows, beside the base
+            for pk in range(1, 60, 3):
+                store.vectors.put(MODEL, pk, rng.normal(size=DIM).astype(np.float32), namespace="beta",
+                                  status="active", memory_type="semantic", agent="bot")  # fmt: skip
+            store.vectors.delete(MODEL, 100)
+        same()
+    finally:
+        store.close()
+
+
 def test_the_cache_file_is_written_and_read_back_by_the_next_connection(db_path: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     store = _open(db_path, cache)
@@ -269,6 +300,39 @@ def test_a_second_connection_sees_what_another_one_wrote(db_path: Path, tmp_path
     finally:
         reader.close()
         writer.close()
+
+
+@pytest.mark.parametrize("saved", [True, False], ids=["with-file", "memory-only"])
+def test_the_index_counts_the_rows_the_table_holds(db_path: Path, tmp_path: Path, saved: bool) -> None:
+    cache = tmp_path / "cache" if saved else None  # memory-only: changes stay beside the base, never folded
+    reader = _open(db_path, cache)
+    writer = _open(db_path, cache)
+    try:
+
+        def same() -> None:
+            table = writer.vectors.table_for(MODEL)
+            held = int(writer.scalar(f"SELECT count(*) FROM {table}"))
+            assert writer.vectors.count(MODEL) == held
+            assert reader.vectors.count(MODEL) == held
+
+        _fill(writer, 120)
+        same()
+        with writer.write():
+            writer.vectors.put(MODEL, 3, np.ones(DIM, dtype=np.float32), namespace="beta", status="active",
+                               memory_type="semantic", agent="user")  # a row rewritten is still one row  # fmt: skip
+            for pk in range(10, 30):
+                writer.vectors.delete(MODEL, pk)
+        same()
+        _fill(writer, 40, seed=5, start=500)  # new rows, seen by the reader through the change log
+        same()
+    finally:
+        reader.close()
+        writer.close()
+    store = _open(db_path, None, enabled=False)  # no index to ask: the caller counts another way
+    try:
+        assert store.vectors.count(MODEL) is None
+    finally:
+        store.close()
 
 
 def test_a_rolled_back_write_leaves_no_trace(db_path: Path, tmp_path: Path) -> None:

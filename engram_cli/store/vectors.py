@@ -292,6 +292,20 @@ class Vectors:
             )
         }
 
+    def count(self, model_id: str) -> int | None:
+        """How many vectors the model's table holds, from its index; None when there is no index to ask
+        (counting a vec0 table in SQL reads all of it)."""
+        index = self.index(model_id)
+        if index is None:
+            return None
+        from engram_cli.store.vector_index import Unbuilt
+
+        try:
+            return index.rows()
+        except Unbuilt:
+            index.reset()
+            return None
+
     def sample(self, model_id: str, step: int, limit: int) -> list[tuple[np.ndarray, str]]:
         """Up to ``limit`` (vector, memory text) pairs: those whose pk is a multiple of ``step``."""
         table = self.table_for(model_id)
@@ -342,24 +356,38 @@ class Vectors:
         types: Sequence[str] | None = None,
         agent: str | None = None,
         exact: bool = False,
+        shift: np.ndarray | None = None,
     ) -> list[list[tuple[int, float]]]:
-        """:meth:`knn` for several queries at once: one pass over the rows (one matrix product) scores them all."""
-        index = self.index(model_id)
-        if index is None:
-            return [self.knn_vec0(model_id, q, k, namespaces=namespaces, statuses=statuses, types=types,
-                                  agent=agent) for q in queries]  # fmt: skip
+        """:meth:`knn` for several queries at once: one pass over the rows (one matrix product) scores them all.
+
+        With ``shift``, one more list comes last: the first query's (normalised) moved by ``shift`` and
+        normalised again (recall's cross-language list), which the index scores without another pass.
+        """
         import numpy as np
 
+        def by_vec0() -> list[list[tuple[int, float]]]:
+            asked = [np.asarray(q, dtype=np.float32) for q in queries]
+            if shift is not None:
+                first = asked[0] / (float(np.linalg.norm(asked[0])) or 1.0)
+                moved = first + np.asarray(shift, dtype=np.float32)
+                asked.append(moved / (float(np.linalg.norm(moved)) or 1.0))
+            return [self.knn_vec0(model_id, q, k, namespaces=namespaces, statuses=statuses, types=types,
+                                  agent=agent) for q in asked]  # fmt: skip
+
+        index = self.index(model_id)
+        if index is None:
+            return by_vec0()
         from engram_cli.store.knn import Filter
         from engram_cli.store.vector_index import Unbuilt
 
         spec = Filter(namespaces or None, statuses or None, types or None, agent)
         try:
-            return index.search(np.asarray(queries, dtype=np.float32), min(max(k, 1), MAX_KNN), spec, exact=exact)
+            return index.search(
+                np.asarray(queries, dtype=np.float32), min(max(k, 1), MAX_KNN), spec, exact=exact, shift=shift
+            )
         except Unbuilt:  # the file went stale since index() looked, and this process may not rebuild it
             index.reset()
-            return [self.knn_vec0(model_id, q, k, namespaces=namespaces, statuses=statuses, types=types,
-                                  agent=agent) for q in queries]  # fmt: skip
+            return by_vec0()
 
     def prefetch(
         self, model_id: str, queries: np.ndarray, k: int, *, namespace: str, status: str, agent: str, spare: int
