@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from damaged_db import corrupt, digest, pages, place, raw, read_only, records, r
 from damaged_db import pristine as pristine_path
 
 from engram_cli import Engram
+from engram_cli import config as configmod
 from engram_cli.errors import DatabaseDamaged, ReadOnlyDatabase, StoreError
 from engram_cli.store import connect
 from engram_cli.store.migrations import MIGRATIONS
@@ -145,13 +147,19 @@ def test_rows_read_lazily_raise_database_damaged_when_they_reach_the_bad_page(le
         assert read[:3] == [1, 2, 3] and 100 < len(read) < len(records())
 
 
-def test_a_damaged_vector_page_is_damage_too(pristine: Path, db_path: Path) -> None:
+@pytest.mark.parametrize("index", [True, False], ids=["vector-index", "sqlite-vec"])
+def test_a_damaged_vector_page_is_damage_too(pristine: Path, db_path: Path, index: bool) -> None:
     place(pristine, db_path)
     with Engram.open(db_path) as mem:
         table = f"vec_{mem.active_model.replace('-', '_')}_vector_chunks00"
     overflow = pages(db_path, table, "overflow")
     corrupt(db_path, overflow[len(overflow) // 4 : len(overflow) // 4 + 1])
-    with Engram.open(db_path) as mem, pytest.raises(DatabaseDamaged, match="vector index page"):
+    # The vector index reads the page as SQLite's; without it, sqlite-vec reads it and says so its own way.
+    config = configmod.load()
+    store = replace(config.settings.store, vector_index=index)
+    config = replace(config, settings=replace(config.settings, store=store))
+    expected = "is damaged" if index else "vector index page"
+    with Engram.open(db_path, config=config) as mem, pytest.raises(DatabaseDamaged, match=expected):
         mem.recall("Note 290 about backup")
 
 

@@ -120,3 +120,28 @@ def test_cli_recall_reads_time_words_as_of_now(cli: Any) -> None:
     assert "out of memory" in hits[0]["content"]
     bad = cli("recall", "redis", "--now", "soon", ok=False)
     assert bad.exit_code != 0 and "now" in bad.stderr
+
+
+def test_the_vector_search_applies_the_scope_filters_and_sql_checks_the_rest(engram: Any, monkeypatch: Any) -> None:
+    from engram_cli.memory.model import Filters
+    from engram_cli.memory.recall import _index_keeps_all
+
+    assert _index_keeps_all(Filters(namespaces=["a", "b"], agent="bot", types=["semantic"]))
+    assert _index_keeps_all(Filters(namespaces=None, statuses=["active", "archived"]))
+    assert not _index_keeps_all(Filters(namespaces=[f"ns{i}" for i in range(5)]))  # too many for the search
+    assert not _index_keeps_all(Filters(tags=["ops"]))
+    assert not _index_keeps_all(Filters(since="2024-01-01T00:00:00Z"))
+    assert not _index_keeps_all(Filters(session="s1"))
+
+    engram.add("Deploys go out from the release branch on Tuesdays", tags=["ops"])
+    engram.add("Deploys are frozen during the last week of the quarter")
+    checked: list[list[int]] = []  # the vector neighbours checked against the filters in SQL
+    check = engram.store.memories.passing
+    monkeypatch.setattr(
+        engram.store.memories, "passing", lambda pks, filters: checked.append(list(pks)) or check(pks, filters)
+    )
+    plain = engram.recall("when do deploys go out?", bump=False, min_relevance=0.0)
+    assert len(plain) == 2 and not checked
+    tagged = engram.recall("when do deploys go out?", tags=["ops"], bump=False, min_relevance=0.0)
+    assert checked
+    assert [h.memory.content for h in tagged] == ["Deploys go out from the release branch on Tuesdays"]

@@ -115,12 +115,38 @@ def _ask(want: int) -> int:
     return min(MAX_KNN, max(want * 4, 100))
 
 
-def _nearest(store: Store, model_id: str, qvecs: Sequence[np.ndarray], filters: Filters, want: int) -> list[Any]:
-    """The raw KNN lists of several query vectors, found in one pass over the rows that the index filters keep."""
-    namespaces = filters.namespaces if filters.namespaces and len(filters.namespaces) <= 4 else None
+MAX_INDEX_NAMESPACES = 4  # more namespaces than this are checked in SQL rather than by the vector search
+
+
+def _index_namespaces(filters: Filters) -> list[str] | None:
+    """The namespaces the vector search itself keeps to (None: every one, and SQL checks the namespace)."""
+    if filters.namespaces and len(filters.namespaces) <= MAX_INDEX_NAMESPACES:
+        return filters.namespaces
+    return None
+
+
+def _index_keeps_all(filters: Filters) -> bool:
+    """Whether the vector search applies every filter in ``filters`` itself: the vector rows carry each
+    memory's namespace, status, type and agent (kept in step by every write; audit's missing_index check
+    finds rows where they are not, and --fix rewrites them), so its neighbours need no check in SQL."""
+    rest = replace(
+        filters,
+        namespaces=None if _index_namespaces(filters) is not None else filters.namespaces,
+        agent=None,
+        types=[],
+        statuses=[],
+    )
+    return rest == Filters(statuses=[])
+
+
+def _nearest(
+    store: Store, model_id: str, qvec: np.ndarray, shift: np.ndarray | None, filters: Filters, want: int
+) -> list[Any]:
+    """The raw KNN lists of the query and, with ``shift``, of the query moved by it (the cross-language list),
+    found in one pass over the rows that the index filters keep."""
     return store.vectors.knn_many(
-        model_id, qvecs, _ask(want),
-        namespaces=namespaces, statuses=filters.statuses or None, types=filters.types or None, agent=filters.agent,
+        model_id, [qvec], _ask(want), namespaces=_index_namespaces(filters),
+        statuses=filters.statuses or None, types=filters.types or None, agent=filters.agent, shift=shift,
     )  # fmt: skip
 
 
@@ -130,6 +156,8 @@ def _vector_candidates(
     """Up to ``want`` rows that pass every filter, nearest first, from ``near`` (the query's raw KNN list)."""
     if not near:
         return []
+    if _index_keeps_all(filters):
+        return near[:want]
     allowed = store.memories.passing([pk for pk, _ in near], filters)
     kept = [(pk, sim) for pk, sim in near if pk in allowed]
     if len(kept) >= want or len(near) < _ask(want):
@@ -200,7 +228,8 @@ def recall(
             # The query and its cross-language shift are scored in one pass; the time window's list
             # (same index filters, only filtered further) reuses the query's.
             cross = moved if moved is not None and settings.cross_weight > 0 else None
-            near[model_id] = _nearest(store, model_id, [qvec] if cross is None else [qvec, cross[1]], filters, want)
+            step = crosslingual.shift(query_script, means.get(model_id, {})) if cross is not None else None
+            near[model_id] = _nearest(store, model_id, qvec, None if step is None else step[1], filters, want)
             vector_lists[model_id] = _vector_candidates(store, model_id, qvec, filters, want, near[model_id][0])
             if cross is not None:
                 found = _vector_candidates(store, model_id, cross[1], filters, want, near[model_id][1])
