@@ -24,8 +24,8 @@ from engram_cli.store.maintenance import Maintenance
 E5 = "multilingual-e5-small-q4-v1"
 MINILM = "all-minilm-l6-v2-q8-v1"
 CHECKS = [
-    "integrity", "secrets", "missing_index", "orphan_index", "vector_index", "other_model", "near_duplicates",
-    "conflicts", "stale", "low_confidence", "never_accessed",
+    "integrity", "secrets", "missing_index", "orphan_index", "vector_index", "counts", "other_model",
+    "near_duplicates", "conflicts", "stale", "low_confidence", "never_accessed",
 ]  # fmt: skip
 FACTS = [
     "The staging database runs on port 5433",

@@ -680,12 +680,13 @@ def test_audit(run: Any) -> None:
     shown = lines(report.stdout)
     assert shown[0] == "audit <tmp>/engram-home/engram.db (all namespaces, as of <time>)"
     assert shown[1].split() == ["check", "severity", "count", "what"]
-    assert [line.split()[:3] for line in shown[2:13]] == [
+    assert [line.split()[:3] for line in shown[2:14]] == [
         ["integrity", "error", "0"],
         ["secrets", "error", "0"],
         ["missing_index", "error", "0"],
         ["orphan_index", "error", "0"],
         ["vector_index", "error", "0"],
+        ["counts", "error", "0"],
         ["other_model", "warning", "0"],
         ["near_duplicates", "warning", "0"],
         ["conflicts", "warning", "0"],
@@ -693,7 +694,7 @@ def test_audit(run: Any) -> None:
         ["low_confidence", "info", "0"],
         ["never_accessed", "info", "0"],
     ]
-    assert shown[13:] == ["", "no problems"]
+    assert shown[14:] == ["", "no problems"]
     assert_shape(run("audit", "--now", NOW, "--json").json(), AUDIT_REPORT)
 
 

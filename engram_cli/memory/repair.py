@@ -124,6 +124,7 @@ class Work:
     orphan_fts: list[int] = field(default_factory=list)
     exact_groups: list[list[int]] = field(default_factory=list)
     stale_vector_indexes: list[str] = field(default_factory=list)  # model ids
+    recount: bool = False  # the kept memory counts differ from the memories
 
 
 @dataclass
@@ -509,6 +510,13 @@ def run(
         actions.append(
             Action("rebuilt_vector_index", len(work.stale_vector_indexes), "vector index files rebuilt from the table")
         )
+
+    if work.recount:
+        with store.write():
+            wrong = len(store.memories.miscounted())
+            store.memories.recount()
+        fixed["counts"] = wrong
+        actions.append(Action("recounted", wrong, "memory counts by namespace and status counted again"))
 
     merged = sum(repairer.merge_group(group) for group in work.exact_groups)
     if merged:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from engram_cli.errors import ConflictError, NotFound
 from engram_cli.memory.model import Filters, Memory
 from engram_cli.store.codec import dumps
-from engram_cli.store.sql import chunks, marks, passing, where
+from engram_cli.store.sql import by_scope_only, chunks, marks, passing, where
 
 if TYPE_CHECKING:
     from engram_cli.store.database import Database
@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from engram_cli.store.keywords import Keywords
     from engram_cli.store.sources import Sources
     from engram_cli.store.vectors import Vectors
+
+# How many memories each namespace holds of each status, kept by triggers (migration 9).
+COUNTS_TABLE = "memory_counts"
 
 # The columns of a Memory, in the order _memory() reads them.
 _COLUMNS = (
@@ -545,9 +548,14 @@ class Memories:
         return passing(self.store, pks, filters)
 
     def count(self, filters: Filters | None = None) -> int:
-        """How many memories pass ``filters``; all of them when there are none."""
-        if filters is None:
-            return int(self.store.scalar("SELECT count(*) FROM memories") or 0)
+        """How many memories pass ``filters``; all of them when there are none.
+
+        Filters of namespace and status only are answered from the counts the triggers of migration 9 keep
+        (:data:`COUNTS_TABLE`), without reading the memories; any other filter counts the rows that pass.
+        """
+        if filters is None or by_scope_only(filters):
+            clause, params = ("1", []) if filters is None else where(filters)
+            return int(self.store.scalar(f"SELECT sum(n) FROM {COUNTS_TABLE} m WHERE {clause}", params) or 0)
         clause, params = where(filters)
         return int(self.store.scalar(f"SELECT count(*) FROM memories m WHERE {clause}", params) or 0)
 
@@ -555,10 +563,35 @@ class Memories:
         """Every namespace that holds a memory (of any status), by name, with how many it holds of each status."""
         out: dict[str, dict[str, int]] = {}
         for namespace, status, n in self.store.rows(
-            "SELECT namespace, status, count(*) FROM memories GROUP BY namespace, status ORDER BY namespace, status"
+            f"SELECT namespace, status, n FROM {COUNTS_TABLE} WHERE n > 0 ORDER BY namespace, status"
         ):
             out.setdefault(str(namespace), {})[str(status)] = int(n)
         return out
+
+    def miscounted(self) -> list[tuple[str, str, int, int]]:
+        """(namespace, status, counted, held) wherever the kept counts differ from the memories themselves."""
+        rows = self.store.rows(
+            f"""
+            WITH held AS (SELECT namespace, status, count(*) AS n FROM memories GROUP BY namespace, status),
+                 counted AS (SELECT namespace, status, n FROM {COUNTS_TABLE} WHERE n != 0)
+            SELECT c.namespace, c.status, c.n, coalesce(h.n, 0) FROM counted c
+                LEFT JOIN held h ON h.namespace = c.namespace AND h.status = c.status
+                WHERE h.n IS NOT c.n
+            UNION ALL
+            SELECT h.namespace, h.status, 0, h.n FROM held h
+                WHERE NOT EXISTS (SELECT 1 FROM counted c WHERE c.namespace = h.namespace AND c.status = h.status)
+            ORDER BY 1, 2
+            """
+        )
+        return [(str(ns), str(status), int(counted), int(held)) for ns, status, counted, held in rows]
+
+    def recount(self) -> None:
+        """Count the memories again into the kept counts (audit --fix, when they differ)."""
+        self.store.execute(f"DELETE FROM {COUNTS_TABLE}")
+        self.store.execute(
+            f"INSERT INTO {COUNTS_TABLE} (namespace, status, n) "
+            "SELECT namespace, status, count(*) FROM memories GROUP BY namespace, status"
+        )
 
     def has_namespace(self, namespace: str) -> bool:
         """Whether any memory, of any status, lives in ``namespace``."""

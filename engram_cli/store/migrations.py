@@ -436,6 +436,37 @@ def _m0008_keyword_changes(conn: apsw.Connection) -> None:
     )
 
 
+def _m0009_memory_counts(conn: apsw.Connection) -> None:
+    # How many memories each namespace holds of each status, kept by triggers in the transaction of every
+    # write: `engram list` counts what a full page leaves out, and count(*) over the memories read an index
+    # of the whole store for it (10 ms at 100k memories, 66 ms at 1M). audit compares it with the memories.
+    conn.execute(
+        """
+        CREATE TABLE memory_counts (
+            namespace TEXT NOT NULL,
+            status    TEXT NOT NULL,
+            n         INTEGER NOT NULL,
+            PRIMARY KEY (namespace, status)
+        ) WITHOUT ROWID;
+        INSERT INTO memory_counts (namespace, status, n)
+            SELECT namespace, status, count(*) FROM memories GROUP BY namespace, status;
+        CREATE TRIGGER memory_counts_insert AFTER INSERT ON memories BEGIN
+            INSERT INTO memory_counts (namespace, status, n) VALUES (new.namespace, new.status, 1)
+                ON CONFLICT (namespace, status) DO UPDATE SET n = n + 1;
+        END;
+        CREATE TRIGGER memory_counts_delete AFTER DELETE ON memories BEGIN
+            UPDATE memory_counts SET n = n - 1 WHERE namespace = old.namespace AND status = old.status;
+        END;
+        CREATE TRIGGER memory_counts_update AFTER UPDATE OF namespace, status ON memories
+            WHEN old.namespace IS NOT new.namespace OR old.status IS NOT new.status BEGIN
+            UPDATE memory_counts SET n = n - 1 WHERE namespace = old.namespace AND status = old.status;
+            INSERT INTO memory_counts (namespace, status, n) VALUES (new.namespace, new.status, 1)
+                ON CONFLICT (namespace, status) DO UPDATE SET n = n + 1;
+        END;
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "initial schema", _m0001_initial),
     Migration(2, "ingest cursors, sessions and items", _m0002_ingest),
@@ -445,4 +476,5 @@ MIGRATIONS: list[Migration] = [
     Migration(6, "a log of vector changes for the vector index", _m0006_vector_changes),
     Migration(7, "event indexes that queries use", _m0007_lean_event_indexes),
     Migration(8, "a log of keyword row changes for the keyword scorer", _m0008_keyword_changes),
+    Migration(9, "memory counts by namespace and status", _m0009_memory_counts),
 ]

@@ -10,6 +10,7 @@ Checks, by severity (``error`` and ``warning`` are problems; ``info`` lists memo
   vector row carries outdated filter columns (namespace, status, type, agent), which recall filters on.
 - orphan_index (error): vector or keyword rows whose memory is gone, or vectors left in another model's table.
 - vector_index (error): a vector index file (the cache KNN searches) that does not hold what the vec0 table holds.
+- counts (error): the memory counts by namespace and status, kept by triggers, that differ from the memories.
 - other_model (warning): memories whose vector comes from another model than the active one, or than the
   target of an unfinished reembed: the migration's progress.
 - near_duplicates (warning): active pairs of one namespace, agent and model that remember would have merged:
@@ -56,7 +57,7 @@ from engram_cli.memory.audit.report import (
 )
 from engram_cli.memory.audit.review import _age_checks
 from engram_cli.memory.audit.secrets import INDEX_TABLES, NOT_SCANNED, SCANNED, VECTOR_TABLES, _secrets, index_table
-from engram_cli.memory.audit.vector_cache import _vector_index
+from engram_cli.memory.audit.vector_cache import _counts, _vector_index
 from engram_cli.memory.model import Filters
 from engram_cli.memory.reembed import TARGET_MODEL_KEY
 from engram_cli.memory.repair import Action, Repairs, Work
@@ -120,6 +121,7 @@ def _scan(store: Store, settings: AuditSettings, scope: _Scope, moment: datetime
             secrets_beside = Beside(store.path, lambda db: secrets(db, rows), "secrets check")
             checks = list(_index(store, rows, n, work))
             checks.append(_vector_index(store, n, work))
+            checks.append(_counts(store, n, work))
             checks.append(_other_model(rows, settings.active_model, store.setting(TARGET_MODEL_KEY)))
             checks.extend(_pair_checks(store, rows, settings, work))
             checks.extend(_age_checks(rows, settings, moment))

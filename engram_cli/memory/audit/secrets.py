@@ -68,6 +68,9 @@ NOT_SCANNED: dict[str, dict[str, str]] = {
     "schema_migrations": {"name": "the name of a migration engram ships", "applied_at": _TIME},
     "vector_changes": {"model_id": _MODEL},
     "vector_epoch": {"epoch": "random hex engram makes (names the database for the vector index)"},
+    "memory_counts": {
+        "namespace": "copies of memories.namespace (kept by triggers)", "status": "one of three statuses",
+    },
     "evidence": {
         "namespace": _SCOPE, "source": _IMPORTER, "kind": "one of four kinds of turn (CHECK constraint)",
         "content_hash": _HASH, "embedding_model": _MODEL, "occurred_at": _TIME, "learned_at": _TIME,

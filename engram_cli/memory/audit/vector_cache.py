@@ -1,4 +1,5 @@
-"""The vector index check: the cache of each model's vectors must hold exactly what its vec0 table holds."""
+"""The checks of what is kept beside the memories to answer fast: the vector index (the cache of each model's
+vectors must hold exactly what its vec0 table holds) and the memory counts by namespace and status."""
 
 from __future__ import annotations
 
@@ -22,4 +23,21 @@ def _vector_index(store: Store, limit: int, work: Work) -> Check:
         count=len(stale),
         examples=stale[:limit],
         hint="`engram audit --fix` rebuilds them (deleting the files is safe too: they are rebuilt on use)",
+    )
+
+
+def _counts(store: Store, limit: int, work: Work) -> Check:
+    """The counts that triggers keep of each namespace's memories by status must be what the memories say."""
+    wrong = store.memories.miscounted()
+    work.recount = bool(wrong)
+    return Check(
+        "counts",
+        "memory counts by namespace and status (kept for `list` and `namespaces`) that differ from the memories",
+        ERROR,
+        count=len(wrong),
+        examples=[
+            {"namespace": ns, "status": status, "counted": counted, "memories": held}
+            for ns, status, counted, held in wrong[:limit]
+        ],
+        hint="`engram audit --fix` counts them again",
     )
