@@ -289,9 +289,9 @@ _MARKUP_LINE = st.lists(st.one_of(_WORDS.map(console.escape), _STYLED, st.sample
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(lines=st.lists(_MARKUP_LINE, max_size=6))
+@given(lines=st.lists(_MARKUP_LINE, max_size=6), wrap=st.booleans())
 def test_plain_lines_are_byte_for_byte_what_rich_prints_into_a_pipe(
-    lines: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    lines: list[str], wrap: bool, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from io import StringIO
 
@@ -300,13 +300,21 @@ def test_plain_lines_are_byte_for_byte_what_rich_prints_into_a_pipe(
     for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
         monkeypatch.delenv(name, raising=False)
     capsys.readouterr()
-    printed = console.plain_lines(lines)
+    printed = console.plain_lines(lines, wrap=wrap)
     got = capsys.readouterr().out
     buffer = StringIO()
     rich_console = Console(file=buffer, soft_wrap=False, width=console.PIPE_WIDTH, highlight=False)
     for line in lines:
-        rich_console.print(line)
+        rich_console.print(line, soft_wrap=not wrap)
     assert got == (buffer.getvalue() if printed else "")
+
+
+def test_lines_printed_whole_need_no_rich_however_long(capsys: pytest.CaptureFixture[str]) -> None:
+    long = ["[bold]memory 1[/]", "deploy " * 60, "部署脚本在" * 50, "  [dim]      tags[/]  ops"]
+    assert not console.plain_lines(long)  # wrapped at the pipe's width: rich decides where
+    assert console.plain_lines(long, wrap=False)
+    expected = ["memory 1", "deploy " * 60, "部署脚本在" * 50, "        tags  ops"]
+    assert capsys.readouterr().out == "\n".join(expected) + "\n"
 
 
 @given(text=st.text(alphabet=st.sampled_from("ab[]\\/#@: "), max_size=12))

@@ -136,12 +136,14 @@ def _fits(text: str) -> bool:
 _UNSEEN_TAGS = ("[bold]", "[dim]", "[/]")
 
 
-def plain_lines(lines: Sequence[str]) -> bool:
-    """Print lines of rich markup into a pipe as ``console().print(line)`` prints each, without importing rich.
+def plain_lines(lines: Sequence[str], *, wrap: bool = True) -> bool:
+    """Print lines of rich markup into a pipe as ``console().print(line, soft_wrap=not wrap)`` prints each,
+    without importing rich.
 
     Only when that is certain: as for :func:`plain_table`, and the markup is nothing but ``[bold]``, ``[dim]``
-    and ``[/]``, with no escaped bracket, in lines of at most the pipe width (rich would wrap longer ones).
-    Returns False, having printed nothing, otherwise: the caller then prints them with rich.
+    and ``[/]``, with no escaped bracket, in lines of at most the pipe width when ``wrap`` (rich would wrap
+    longer ones; without ``wrap`` it prints them whole). Returns False, having printed nothing, otherwise: the
+    caller then prints them with rich.
     """
     if _rich_styles_a_pipe():
         return False
@@ -153,7 +155,7 @@ def plain_lines(lines: Sequence[str]) -> bool:
         if "[" in text or "\\" in text:
             return False
         for part in text.split("\n"):
-            if not _fits(part):
+            if not (_fits(part) if wrap else _cell_width(part) is not None and not _emoji_code(part)):
                 return False
         texts.append(text)
     if texts:

@@ -152,10 +152,12 @@ def inspection(shown: Inspection) -> None:
     lines.append("\n[bold]history[/]")
     for e in events:
         lines.append(f"  {e.at}  {e.kind:<10} {escape(e.note or '')}{escape(_change(e))}")
-    if not plain_lines(lines):
+    # Printed whole, not wrapped at the pipe's width (a terminal wraps them itself): a script reading the
+    # memory gets its text as it is, and a long text no longer takes rich to print.
+    if not plain_lines(lines, wrap=False):
         terminal = console()
         for line in lines:
-            terminal.print(line)
+            terminal.print(line, soft_wrap=True)
 
 
 def _change(e: Event) -> str:
