@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 # Rows scored exactly when KNN with over-sampling cannot fill the candidate list
 # because the filters are narrower than what the vector index can filter itself.
 EXACT_SCAN_LIMIT = 5000
+# The best k x HEAD candidates are the ones that can still be returned: enough to refill the top k after
+# near-copies of better hits are moved behind them.
+HEAD = 3
 # Share of their words two hits must have in common to count as copies of each other.
 COPY_OVERLAP = 0.6
 
@@ -307,26 +310,34 @@ def recall(
         fusion = rrf / best if best else 0.0
         factor = IMPORTANCE_BASE + memory.importance
         score = fusion * factor * memory.decay_score if settings.weigh else fusion
-        explain = {
-            "vector": parts.get("vector"),
-            "keyword": parts.get("keyword"),
-            "cross_language": parts.get("cross"),
-            "time_window": parts.get("time"),
-            "fusion": round(fusion, 6),
-            "importance": round(memory.importance, 6),
-            "importance_factor": round(factor, 6),
-            "decay_score": round(memory.decay_score, 6),
-            "score": round(score, 6),
-            "formula": "fusion x (0.6 + importance) x decay_score; fusion = weighted reciprocal-rank "
-            f"fusion (k={settings.rrf_k}) of the vector, keyword, cross-language and time-window ranks, "
-            "1.0 = first in every list",
-            "relevance": round(chance, 6),
-            "evidence": evidence[pk].json_form(),
-            "relevance_model": f"logistic on the evidence, calibrated for {calibration.model}; "
-            f"hits under {settings.min_relevance:g} are dropped",
-        }
-        scored.append(Hit(memory=memory, score=score, relevance=chance, explain=explain))
+        scored.append(Hit(memory=memory, score=score, relevance=chance, explain={}))
+        parts["fusion"], parts["calibration"] = fusion, calibration.model
     scored.sort(key=lambda h: (-h.score, h.memory.created_at))
+    # Every factor of a hit's score, for the hits that can still be returned (the top k, and the
+    # candidates that replace near-copies moved down): building them for every candidate cost
+    # more than a millisecond of each recall.
+    for hit in scored[: k * HEAD]:
+        parts, memory = fused[hit.memory.pk], hit.memory
+        hit.explain.update(
+            {
+                "vector": parts.get("vector"),
+                "keyword": parts.get("keyword"),
+                "cross_language": parts.get("cross"),
+                "time_window": parts.get("time"),
+                "fusion": round(parts["fusion"], 6),
+                "importance": round(memory.importance, 6),
+                "importance_factor": round(IMPORTANCE_BASE + memory.importance, 6),
+                "decay_score": round(memory.decay_score, 6),
+                "score": round(hit.score, 6),
+                "formula": "fusion x (0.6 + importance) x decay_score; fusion = weighted reciprocal-rank "
+                f"fusion (k={settings.rrf_k}) of the vector, keyword, cross-language and time-window ranks, "
+                "1.0 = first in every list",
+                "relevance": round(hit.relevance, 6),
+                "evidence": evidence[memory.pk].json_form(),
+                "relevance_model": f"logistic on the evidence, calibrated for {parts['calibration']}; "
+                f"hits under {settings.min_relevance:g} are dropped",
+            }
+        )
     if settings.diversity is not None and len(scored) > 1:
         with store.read():
             scored = _diversify(store, scored, k, settings.diversity)
@@ -413,7 +424,7 @@ def _same_wording(a: str, b: str) -> bool:
 
 def _diversify(store: Store, ranked: list[Hit], k: int, threshold: float) -> list[Hit]:
     """Keep the order, but move a near-copy of a better hit behind every distinct one."""
-    head = ranked[: k * 3]  # enough to refill the top k after moving copies down
+    head = ranked[: k * HEAD]
     by_model: dict[str, list[int]] = {}
     for hit in head:
         if hit.memory.embedding_model:
@@ -437,7 +448,7 @@ def _diversify(store: Store, ranked: list[Hit], k: int, threshold: float) -> lis
             copies.append(hit)
         else:
             kept.append(hit)
-    return kept + copies + ranked[k * 3 :]
+    return kept + copies + ranked[k * HEAD :]
 
 
 def count_access(store: Store, hits: list[Hit]) -> None:
