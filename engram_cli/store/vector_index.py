@@ -828,12 +828,14 @@ class VectorIndex:
             pks, norms, matrix, mask = pks[rows], norms[rows], matrix[rows], None
         if len(q) > FEW_QUERIES:
             # A batch of queries (a writer's merge check): one matrix product for all, every top k in one call.
-            scores = (q @ matrix.T) / norms[None, :]
+            scores = q @ matrix.T
+            scores /= norms[None, :]
             if mask is not None:
                 scores[:, ~mask] = -np.inf
             n = scores.shape[1]
             every = np.broadcast_to(np.arange(n), (len(q), n))
-            picked = np.argpartition(-scores, k - 1, axis=1)[:, :k] if n > k else every
+            # Partitioned as they are: negating them first copied the whole (queries x rows) matrix.
+            picked = np.argpartition(scores, n - k, axis=1)[:, n - k :] if n > k else every
             top = np.take_along_axis(scores, picked, axis=1)
             order = np.argsort(-top, axis=1, kind="stable")
             picked, top = np.take_along_axis(picked, order, axis=1), np.take_along_axis(top, order, axis=1)
