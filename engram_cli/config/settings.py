@@ -8,10 +8,32 @@ the README's configuration table from it (a test fails when the two differ).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import TypeVar
 
 T = TypeVar("T")
+
+
+class _Section:
+    """Equality, hash and repr by fields, as @dataclass(frozen=True) makes them, written once for the
+    whole tree: made for each of its fifteen classes, they cost 3.5 ms of every start of engram."""
+
+    __slots__ = ()
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, f.name) for f in fields(self))  # type: ignore[arg-type]
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))  # type: ignore[arg-type]
+        return f"{self.__class__.__qualname__}({shown})"
 
 
 def setting(default: T, doc: str) -> T:
@@ -20,14 +42,14 @@ def setting(default: T, doc: str) -> T:
     return result
 
 
-@dataclass(frozen=True)
-class Merge:
+@dataclass(frozen=True, eq=False, repr=False)
+class Merge(_Section):
     enabled: bool = setting(True, "merge near-duplicates on write")
     threshold: float | None = setting(None, "cosine needed to merge; none = the active model's calibrated value")
 
 
-@dataclass(frozen=True)
-class Supersede:
+@dataclass(frozen=True, eq=False, repr=False)
+class Supersede(_Section):
     enabled: bool = setting(True, "let corrections with a change marker supersede what they correct")
     # A correction rewords more than a duplicate does, hence a lower bar than merging.
     min_similarity: float | None = setting(
@@ -35,8 +57,8 @@ class Supersede:
     )
 
 
-@dataclass(frozen=True)
-class Recall:
+@dataclass(frozen=True, eq=False, repr=False)
+class Recall(_Section):
     k: int = setting(5, "memories returned")
     candidates: int = setting(50, "candidates taken from each retriever before fusion")
     rrf_k: int = setting(5, 'reciprocal-rank-fusion constant (smaller = steeper); tuned, see "Recall quality"')
@@ -59,8 +81,8 @@ class Recall:
     )
 
 
-@dataclass(frozen=True)
-class HalfLives:
+@dataclass(frozen=True, eq=False, repr=False)
+class HalfLives(_Section):
     """Days for a memory's decay score to halve without being accessed, one field per memory type."""
 
     working: float = setting(2.0, "days for an unused working memory's decay score to halve")
@@ -72,13 +94,13 @@ class HalfLives:
         return asdict(self)
 
 
-@dataclass(frozen=True)
-class Decay:
+@dataclass(frozen=True, eq=False, repr=False)
+class Decay(_Section):
     half_life_days: HalfLives = field(default_factory=HalfLives)
 
 
-@dataclass(frozen=True)
-class Compact:
+@dataclass(frozen=True, eq=False, repr=False)
+class Compact(_Section):
     """compact: episodes about one thing become one semantic memory (see `engram compact --help`)."""
 
     cluster_threshold: float | None = setting(
@@ -95,8 +117,8 @@ class Compact:
     )
 
 
-@dataclass(frozen=True)
-class Summarizer:
+@dataclass(frozen=True, eq=False, repr=False)
+class Summarizer(_Section):
     command: str = setting(
         "",
         "local program that writes consolidated text (the cluster as JSON on stdin, the text on stdout); "
@@ -105,8 +127,8 @@ class Summarizer:
     timeout_s: float = setting(120.0, "how long the summarizer.command program may take per cluster")
 
 
-@dataclass(frozen=True)
-class Extract:
+@dataclass(frozen=True, eq=False, repr=False)
+class Extract(_Section):
     command: str = setting(
         "",
         "local program that extracts memories from an ingested session (the session as JSON on stdin, "
@@ -115,8 +137,8 @@ class Extract:
     timeout_s: float = setting(120.0, "how long the extract.command program may take per session")
 
 
-@dataclass(frozen=True)
-class Evidence:
+@dataclass(frozen=True, eq=False, repr=False)
+class Evidence(_Section):
     """The conversation as evidence: the substantive turns of ingested sessions, kept (redacted) beside memories."""
 
     keep: bool = setting(True, "keep the substantive turns of ingested sessions as evidence (redacted)")
@@ -135,8 +157,8 @@ class Evidence:
     )
 
 
-@dataclass(frozen=True)
-class Embed:
+@dataclass(frozen=True, eq=False, repr=False)
+class Embed(_Section):
     # About 1.6 KB per entry at 384 dimensions: the default bounds the file near 80 MB.
     cache_entries: int = setting(
         50000,
@@ -145,8 +167,8 @@ class Embed:
     )
 
 
-@dataclass(frozen=True)
-class Store:
+@dataclass(frozen=True, eq=False, repr=False)
+class Store(_Section):
     busy_timeout_ms: int = setting(10000, "how long a writer waits for another")
     vector_index: bool = setting(
         True,
@@ -163,8 +185,8 @@ class Store:
     )
 
 
-@dataclass(frozen=True)
-class Audit:
+@dataclass(frozen=True, eq=False, repr=False)
+class Audit(_Section):
     """What `engram audit` reports."""
 
     stale_days: float = setting(
@@ -179,8 +201,8 @@ class Audit:
     examples: int = setting(5, "examples shown per check")
 
 
-@dataclass(frozen=True)
-class Redact:
+@dataclass(frozen=True, eq=False, repr=False)
+class Redact(_Section):
     # Secrets and personal numbers are always redacted. Notes name colleagues and support lines on
     # purpose, and a shape-based phone match is less certain than a checksum: so these are opt-in.
     contact_details: bool = setting(
@@ -188,8 +210,8 @@ class Redact:
     )
 
 
-@dataclass(frozen=True)
-class Hooks:
+@dataclass(frozen=True, eq=False, repr=False)
+class Hooks(_Section):
     # The per-prompt hook adds memories to a prompt nobody asked engram about: a wrong one costs
     # more there than a missing one, so its floor is stricter than recall's.
     prompt_min_relevance: float = setting(
@@ -209,8 +231,8 @@ class Hooks:
     )
 
 
-@dataclass(frozen=True)
-class Settings:
+@dataclass(frozen=True, eq=False, repr=False)
+class Settings(_Section):
     """The effective settings: ``Settings()`` is every default."""
 
     namespace: str | None = setting(
