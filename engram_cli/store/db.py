@@ -17,17 +17,17 @@ from engram_cli.config.settings import Settings
 from engram_cli.errors import DatabaseDamaged, ReadOnlyDatabase, StoreError
 from engram_cli.store.database import SQLITE_HEADER, Database, damaged, read_only_error
 from engram_cli.store.events import Events
-from engram_cli.store.evidence import EvidenceRows
-from engram_cli.store.ingest_state import IngestState
 from engram_cli.store.keywords import Keywords
-from engram_cli.store.maintenance import Maintenance
 from engram_cli.store.memories import Memories
 from engram_cli.store.migrations import MIGRATIONS, MIGRATIONS_TABLE, Migration
 from engram_cli.store.sources import Sources
 from engram_cli.store.vectors import Vectors
 
 if TYPE_CHECKING:
+    from engram_cli.store.evidence import EvidenceRows
+    from engram_cli.store.ingest_state import IngestState
     from engram_cli.store.knn import IndexOptions
+    from engram_cli.store.maintenance import Maintenance
 from engram_cli.timeutil import iso_now
 
 log = logging.getLogger(__name__)
@@ -54,14 +54,40 @@ class Store(Database):
         self.vectors = Vectors(self, index)
         self.memories = Memories(self, sources=self.sources, events=self.events, keywords=self.keywords,
                                  vectors=self.vectors)  # fmt: skip
-        self.maintenance = Maintenance(self)
-        self.ingest = IngestState(self)
-        self.evidence = EvidenceRows(self, self.vectors)
+        # The others are made when first used: `engram get` or `list` never loads their modules.
+        self._maintenance: Maintenance | None = None
+        self._ingest: IngestState | None = None
+        self._evidence: EvidenceRows | None = None
+
+    @property
+    def maintenance(self) -> Maintenance:
+        if self._maintenance is None:
+            from engram_cli.store.maintenance import Maintenance
+
+            self._maintenance = Maintenance(self)
+        return self._maintenance
+
+    @property
+    def ingest(self) -> IngestState:
+        if self._ingest is None:
+            from engram_cli.store.ingest_state import IngestState
+
+            self._ingest = IngestState(self)
+        return self._ingest
+
+    @property
+    def evidence(self) -> EvidenceRows:
+        if self._evidence is None:
+            from engram_cli.store.evidence import EvidenceRows
+
+            self._evidence = EvidenceRows(self, self.vectors)
+        return self._evidence
 
     def _after_rollback(self) -> None:
         # A vector table made inside the rolled-back work is gone again.
         self.vectors.forget()
-        self.evidence.forget()
+        if self._evidence is not None:
+            self._evidence.forget()
 
 
 def _prepare_file(path: Path, create_dirs: bool) -> None:
