@@ -20,9 +20,9 @@ Checks, by severity (``error`` and ``warning`` are problems; ``info`` lists memo
 - stale, low_confidence, never_accessed (info).
 
 Similar pairs come from tiled matrix products over the vectors of each namespace and model,
-never from one KNN query per memory. Integrity, orphans and the secrets of tables that belong
-to no namespace (settings, ingest cursors and items) concern the whole file whatever the
-namespaces; everything else is limited to them.
+never from one KNN query per memory. Integrity, orphans, the vector index files, the counts and
+the secrets of tables that belong to no namespace (settings, ingest cursors and items) concern the
+whole file whatever the namespaces; everything else is limited to them.
 
 One module per family of checks: :mod:`.integrity`, :mod:`.secrets` (with the tables of what it
 reads and why the rest is not read), :mod:`.index` (missing and orphan index rows, other models),
