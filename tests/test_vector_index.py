@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engram_cli import Engram
 from engram_cli import config as configmod
@@ -843,3 +845,31 @@ def test_two_writers_making_a_models_table_at_once_both_go_on(
     finally:
         first.close()
         second.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.integers(1, 6),
+    n=st.integers(2, 400),
+    k=st.integers(1, 60),
+    seed=st.integers(0, 2**31),
+    masked=st.floats(0.0, 1.0),
+    levels=st.sampled_from([0, 3, 1000]),  # 0: continuous scores; else that many distinct values (ties)
+)
+def test_each_rows_best_are_what_a_full_sort_finds(
+    rows: int, n: int, k: int, seed: int, masked: float, levels: int
+) -> None:
+    from engram_cli.store.vector_index import _best_of_rows
+
+    if k >= n:
+        k = n - 1
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(size=(rows, n)).astype(np.float32)
+    if levels:
+        scores = np.round(scores * levels / 4) / levels
+    scores[rng.random((rows, n)) < masked] = -np.inf  # rows the filters leave out
+    picked = _best_of_rows(scores, k)
+    assert picked.shape == (rows, k)
+    for j in range(rows):
+        assert len(set(picked[j].tolist())) == k
+        assert sorted(scores[j][picked[j]].tolist()) == sorted(scores[j].tolist())[n - k :]
