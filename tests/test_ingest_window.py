@@ -99,3 +99,30 @@ def test_a_window_flushes_at_its_text_bound(tmp_path: Path, monkeypatch: pytest.
     with Engram.open(tmp_path / "e.db") as mem:
         mem.ingest("chat", path=folder)
     assert flushed == [1, 1, 1]
+
+
+def test_the_model_loads_in_a_thread_while_files_are_read_and_only_when_there_is_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from engram_cli.embed.onnx import OnnxEmbedder
+
+    folder = _logs(tmp_path / "chats")
+    calls: list[str] = []
+    warm = OnnxEmbedder.warm
+
+    def recorded(self: OnnxEmbedder) -> None:
+        calls.append(threading.current_thread().name)
+        warm(self)
+
+    monkeypatch.setattr(OnnxEmbedder, "warm", recorded)
+    with Engram.open(tmp_path / "warm.db") as mem:
+        assert mem.ingest("chat", path=folder, dry_run=True).sources[0].files == 3
+        assert calls == []  # a dry run embeds nothing
+        report = mem.ingest("chat", path=folder)
+        assert calls == ["engram-model-warm-up"]
+        assert not any(t.name == "engram-model-warm-up" for t in threading.enumerate())  # joined
+        assert report.sources[0].memories
+        mem.ingest("chat", path=folder)  # nothing new: nothing to load
+        assert calls == ["engram-model-warm-up"]

@@ -911,9 +911,19 @@ class Engram:
         # A session whose project is unknown belongs to no project: the configured namespace, else global
         # (not the project engram happens to run in: ingest runs from cron and hooks).
         namespace = scopemod.configured(self.config) or GLOBAL_NAMESPACE
+        model_id = self.active_model  # read here: the warm-up runs in another thread, away from the database
+
+        def warm() -> None:
+            from engram_cli.embed import load_embedder
+
+            embedder = load_embedder(model_id)
+            if hasattr(embedder, "warm"):
+                embedder.warm()
+
         return IngestPort(
             store=self.store,
             writer=lambda: self._writer(no_merge=False),
+            warm=warm,
             prepare=lambda fields: self._prepare(fields, namespace=namespace),
             namespace=namespace,
             extract_command=self.settings.extract.command.strip(),

@@ -60,6 +60,11 @@ class OnnxEmbedder:
                 self._loaded_session = _load_session(self.manifest, self._threads)
             return self._loaded_session
 
+    def warm(self) -> None:
+        """Load the tokenizer and the session now (another thread may do this while one reads its input:
+        a thread that embeds meanwhile waits for them, and they are loaded once)."""
+        _ = self._encoder, self._session
+
     def embed_batch(
         self,
         texts: Sequence[str],

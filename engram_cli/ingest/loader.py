@@ -20,6 +20,7 @@ import functools
 import json
 import logging
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -255,6 +256,7 @@ class Loader:
         self.port = port
         self.store = port.store
         self.dry_run = dry_run
+        self._warming: threading.Thread | None = None  # the embedding model's warm-up, once started
         self.namespaces = Namespaces(port.namespace, namespace)
         self.contact = port.contact
         self.progress = progress or (lambda done, total: None)
@@ -577,6 +579,7 @@ class Loader:
                 break
             if isinstance(read, tuple):
                 key, batch = read
+                self._warm_model()
                 if window.sessions & {session.key for session in batch.sessions}:
                     self._flush(imp, window, report)
                     window = _Window()
@@ -606,6 +609,26 @@ class Loader:
         finally:
             self._vectors.clear()
             self._prepared.clear()
+
+    def _warm_model(self) -> None:
+        """Start loading the embedding model in a thread, once, when a file first has something new: it
+        loads (about 0.2 s) while the window's files are read and extracted, instead of after them."""
+        if self._warming is not None or self.dry_run:
+            return
+
+        def warm() -> None:
+            try:
+                self.port.warm()
+            except Exception:  # the first embedding loads it again and reports what is wrong
+                log.debug("loading the embedding model ahead failed", exc_info=True)
+
+        self._warming = threading.Thread(target=warm, name="engram-model-warm-up", daemon=True)
+        self._warming.start()
+
+    def finish(self) -> None:
+        """Wait for the model's warm-up, if one started: nothing is left running when ingest returns."""
+        if self._warming is not None:
+            self._warming.join()
 
     def _in_time(self, path: Path, report: SourceReport, step: Callable[[], _T]) -> _T | None:
         """``step`` (reading or extracting ``path``), given up (nothing written, the run ends) if it runs far
@@ -683,6 +706,15 @@ def run(
     report = IngestReport(dry_run=dry_run)
     deadline = None if max_seconds is None else limits.Deadline.after(max_seconds)
     loader = Loader(port, dry_run=dry_run, namespace=namespace, progress=progress, deadline=deadline)
+    try:
+        return _run(loader, report, source, path, env, home)
+    finally:
+        loader.finish()
+
+
+def _run(
+    loader: Loader, report: IngestReport, source: str | None, path: Path | None, env: dict[str, str], home: Path
+) -> IngestReport:
     looked: list[dict[str, str | None]] = []
     for name in source_names(source, path):
         imp = importer(name)

@@ -20,6 +20,9 @@ class IngestPort:
     store: Store
     # Called once, when the first file has something to write: it loads the embedding model.
     writer: Callable[[], remember.Writer]
+    # Loads the embedding model ahead; the loader calls it in a thread of its own as soon as a file has
+    # something new, so that the model loads while the files are read. Touches no database.
+    warm: Callable[[], None]
     # A memory's fields (as `engram add` takes them) checked and completed; raises InvalidInput.
     prepare: Callable[[Mapping[str, Any]], remember.NewMemory]
     namespace: str  # where memories go when their project names none
