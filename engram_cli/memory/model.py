@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from engram_cli.errors import InvalidInput
@@ -113,6 +113,12 @@ class Filters:
         self.accessed_until = (
             normalize_iso(self.accessed_until, param="accessed_until") if self.accessed_until else None
         )
+
+    def restricts_only(self, *names: str) -> bool:
+        """Whether every filter but ``names`` restricts nothing (a store that applies those itself, as the
+        vector rows and the kept counts do, needs no other check)."""
+        free = Filters(statuses=[])
+        return replace(self, **{name: getattr(free, name) for name in names}) == free
 
 
 @dataclass

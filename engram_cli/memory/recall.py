@@ -132,14 +132,9 @@ def _index_keeps_all(filters: Filters) -> bool:
     """Whether the vector search applies every filter in ``filters`` itself: the vector rows carry each
     memory's namespace, status, type and agent (kept in step by every write; audit's missing_index check
     finds rows where they are not, and --fix rewrites them), so its neighbours need no check in SQL."""
-    rest = replace(
-        filters,
-        namespaces=None if _index_namespaces(filters) is not None else filters.namespaces,
-        agent=None,
-        types=[],
-        statuses=[],
-    )
-    return rest == Filters(statuses=[])
+    # An empty list of namespaces keeps nothing; the search is not asked to keep to it (see _index_namespaces).
+    namespaces_kept = filters.namespaces is None or _index_namespaces(filters) is not None
+    return namespaces_kept and filters.restricts_only("namespaces", "agent", "types", "statuses")
 
 
 def _nearest(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import os
@@ -54,40 +55,31 @@ class Store(Database):
         self.vectors = Vectors(self, index)
         self.memories = Memories(self, sources=self.sources, events=self.events, keywords=self.keywords,
                                  vectors=self.vectors)  # fmt: skip
-        # The others are made when first used: `engram get` or `list` never loads their modules.
-        self._maintenance: Maintenance | None = None
-        self._ingest: IngestState | None = None
-        self._evidence: EvidenceRows | None = None
 
-    @property
+    # The other repositories are made when first used: `engram get` or `list` never loads their modules.
+    @functools.cached_property
     def maintenance(self) -> Maintenance:
-        if self._maintenance is None:
-            from engram_cli.store.maintenance import Maintenance
+        from engram_cli.store.maintenance import Maintenance
 
-            self._maintenance = Maintenance(self)
-        return self._maintenance
+        return Maintenance(self)
 
-    @property
+    @functools.cached_property
     def ingest(self) -> IngestState:
-        if self._ingest is None:
-            from engram_cli.store.ingest_state import IngestState
+        from engram_cli.store.ingest_state import IngestState
 
-            self._ingest = IngestState(self)
-        return self._ingest
+        return IngestState(self)
 
-    @property
+    @functools.cached_property
     def evidence(self) -> EvidenceRows:
-        if self._evidence is None:
-            from engram_cli.store.evidence import EvidenceRows
+        from engram_cli.store.evidence import EvidenceRows
 
-            self._evidence = EvidenceRows(self, self.vectors)
-        return self._evidence
+        return EvidenceRows(self, self.vectors)
 
     def _after_rollback(self) -> None:
         # A vector table made inside the rolled-back work is gone again.
         self.vectors.forget()
-        if self._evidence is not None:
-            self._evidence.forget()
+        if "evidence" in self.__dict__:  # made already (see the cached property)
+            self.evidence.forget()
 
 
 def _prepare_file(path: Path, create_dirs: bool) -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from engram_cli.errors import ConflictError, NotFound
 from engram_cli.memory.model import Filters, Memory
 from engram_cli.store.codec import dumps
-from engram_cli.store.sql import by_scope_only, chunks, marks, passing, where
+from engram_cli.store.sql import chunks, marks, passing, where
 
 if TYPE_CHECKING:
     from engram_cli.store.database import Database
@@ -553,7 +553,7 @@ class Memories:
         Filters of namespace and status only are answered from the counts the triggers of migration 9 keep
         (:data:`COUNTS_TABLE`), without reading the memories; any other filter counts the rows that pass.
         """
-        if filters is None or by_scope_only(filters):
+        if filters is None or filters.restricts_only("namespaces", "statuses"):
             clause, params = ("1", []) if filters is None else where(filters)
             return int(self.store.scalar(f"SELECT sum(n) FROM {COUNTS_TABLE} m WHERE {clause}", params) or 0)
         clause, params = where(filters)

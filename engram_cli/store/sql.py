@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from engram_cli.memory.model import Filters
@@ -65,11 +64,6 @@ def where(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
         clauses.append(f"{a}.session_id = ?")
         params.append(filters.session)
     return (" AND ".join(clauses) or "1"), params
-
-
-def by_scope_only(filters: Filters) -> bool:
-    """Whether ``filters`` restrict only the namespace and the status (columns the kept counts have)."""
-    return replace(filters, namespaces=None, statuses=[]) == Filters(statuses=[])
 
 
 def passing(db: Database, pks: Sequence[int], filters: Filters) -> set[int]:

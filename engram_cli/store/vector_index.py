@@ -162,7 +162,7 @@ class Base:
         self.n = len(arrays["pks"])
         self.codes = {name: {v: i for i, v in enumerate(values)} for name, values in vocab.items()}
         self._sorted_pks: np.ndarray | None = None
-        # shift (bytes) -> (each row's x . shift / |x|, NaN where not computed yet; the row ranges computed)
+        # shift (bytes) -> (each row's x . shift / |x|, set only in the row ranges listed beside it)
         self._shifts: dict[bytes, tuple[np.ndarray, set[tuple[int, int]]]] = {}
 
     def shift_scores(self, shift: np.ndarray, lo: int, hi: int) -> np.ndarray:
@@ -177,7 +177,7 @@ class Base:
         if held is None:
             if len(self._shifts) >= 2:
                 self._shifts.clear()
-            held = self._shifts[key] = (np.full(self.n, np.nan, dtype=np.float32), set())
+            held = self._shifts[key] = (np.empty(self.n, dtype=np.float32), set())
         scores, done = held
         if (lo, hi) not in done and (0, self.n) not in done:
             part = self.a["matrix"][lo:hi] @ np.asarray(shift, dtype=np.float32)
