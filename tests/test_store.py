@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import apsw
 import pytest
+from damaged_db import read_only
 
 from engram_cli import Engram
 from engram_cli.errors import ConflictError, StoreError
@@ -213,3 +216,137 @@ def test_a_conflict_retried_by_write_batch_inside_an_outer_transaction_writes_ea
     assert contents == [first.memory.content, "deploys go out on Tuesdays after the standup"]
     kinds = [str(r[0]) for r in engram.store.rows("SELECT kind FROM events WHERE memory_id = ?", (result.id,))]
     assert kinds == ["created"]
+
+
+# -- bulk: when the write-ahead log is copied into the file ----------------------------------------
+
+PAGE = 4096
+
+
+def _write_pages(store: Store, transactions: int, pages: int) -> None:
+    """``transactions`` commits of about ``pages`` new pages each (a scratch table in a test database)."""
+    store.execute("CREATE TABLE IF NOT EXISTS scratch (x BLOB)")
+    for _ in range(transactions):
+        with store.write():
+            store.execute("INSERT INTO scratch (x) VALUES (randomblob(?))", (pages * PAGE,))
+
+
+def _sizes(path: Path) -> tuple[int, int]:
+    """(database file, log file) sizes in pages."""
+    wal = path.with_name(path.name + "-wal")
+    return path.stat().st_size // PAGE, (wal.stat().st_size // PAGE if wal.exists() else 0)
+
+
+@pytest.fixture
+def scratch_store(tmp_path: Path) -> Iterator[Store]:
+    store = connect(tmp_path / "e.db")
+    yield store
+    store.close()
+
+
+def test_without_bulk_sqlite_copies_the_log_every_thousand_pages(scratch_store: Store) -> None:
+    _write_pages(scratch_store, 12, 200)
+    file_pages, log_pages = _sizes(scratch_store.path)
+    assert log_pages < 1400  # reused from the start after each copy
+    assert file_pages > 1000  # most of the 2,400 pages are in the file already
+
+
+def test_bulk_copies_the_log_in_long_stretches_then_once_at_its_end(scratch_store: Store) -> None:
+    store, db = scratch_store, scratch_store.path
+    before, _ = _sizes(db)
+    with store.bulk():
+        _write_pages(store, 12, 200)
+        file_pages, log_pages = _sizes(db)
+        assert log_pages > 2400  # every page still in the log
+        assert file_pages == before
+        assert store.scalar("SELECT count(*) FROM scratch") == 12
+    file_pages, _ = _sizes(db)
+    assert file_pages > before + 2400  # copied when the run ended
+    # SQLite's own copying is back for what comes next.
+    assert store.scalar("PRAGMA wal_autocheckpoint") == 1000
+    _write_pages(store, 12, 200)
+    assert _sizes(db)[1] < 2600
+
+
+def test_bulk_still_copies_once_the_log_reaches_its_own_limit(
+    scratch_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engram_cli.store import database
+
+    monkeypatch.setattr(database, "BULK_CHECKPOINT_PAGES", 1500)
+    with scratch_store.bulk():
+        _write_pages(scratch_store, 12, 200)
+        file_pages, log_pages = _sizes(scratch_store.path)
+        assert log_pages < 1800
+        assert file_pages > 1400
+
+
+def test_what_a_bulk_run_committed_survives_a_crash_before_any_copy(scratch_store: Store, tmp_path: Path) -> None:
+    import shutil
+
+    store, db = scratch_store, scratch_store.path
+    crashed = tmp_path / "crashed"
+    crashed.mkdir()
+    with store.bulk():
+        _write_pages(store, 6, 200)
+        # The process dies here: the files are left as they are, the log never copied.
+        for suffix in ("", "-wal"):
+            shutil.copyfile(f"{db}{suffix}", crashed / f"e.db{suffix}")
+        with store.write():  # a transaction in flight at the crash is not in the copy
+            store.execute("INSERT INTO scratch (x) VALUES (zeroblob(1))")
+    reopened = connect(crashed / "e.db")
+    try:
+        assert reopened.scalar("SELECT count(*) FROM scratch") == 6
+        assert reopened.scalar("PRAGMA integrity_check") == "ok"
+    finally:
+        reopened.close()
+
+
+def test_nested_bulk_leaves_the_outer_run_in_charge(scratch_store: Store) -> None:
+    store, db = scratch_store, scratch_store.path
+    before, _ = _sizes(db)
+    with store.bulk():
+        with store.bulk():
+            _write_pages(store, 4, 200)
+        _write_pages(store, 4, 200)
+        assert _sizes(db)[0] == before  # the inner end copied nothing
+    assert _sizes(db)[0] > before + 1600
+
+
+def test_bulk_on_a_read_only_store_changes_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "e.db"
+    connect(db).close()
+    with read_only(db):
+        store = connect(db)
+        try:
+            assert store.read_only is not None
+            with store.bulk():
+                assert store.scalar("SELECT count(*) FROM memories") == 0
+        finally:
+            store.close()
+
+
+def test_add_many_import_and_ingest_each_run_as_one_bulk_run(engram: Engram, tmp_path: Path) -> None:
+    import contextlib
+
+    store = engram.store
+    runs: list[str] = []
+    inner = store.bulk
+
+    @contextlib.contextmanager
+    def spy() -> Iterator[None]:
+        runs.append("start")
+        with inner():
+            yield
+        runs.append("end")
+
+    store.bulk = spy  # type: ignore[method-assign]
+    engram.add_many([{"content": f"note number {i} about the build"} for i in range(3)])
+    assert runs == ["start", "end"]
+    engram.import_lines(json.dumps(record) for record in engram.export())
+    assert runs == ["start", "end"] * 2
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Build\n\nThe build uses nox sessions for tests and lint.\n")
+    engram.ingest("notes", path=notes)
+    assert runs == ["start", "end"] * 3

@@ -346,16 +346,23 @@ class Engram:
         (each distinct text once, sorted by length, through the embedding cache) before their
         batches are written, so the model works on a few big calls.
         """
-        from engram_cli.memory import remember
-
         if batch_size < 1:
             raise InvalidInput("batch_size must be at least 1")
         self.store.require_writable()
+        # Whole batches per window, so that a bad item stops the writing where it always did.
+        window = batch_size * max(1, EMBED_WINDOW // batch_size)
+        with self.store.bulk():
+            return self._add_windows(items, window, batch_size, no_merge=no_merge, keep_secrets=keep_secrets)
+
+    def _add_windows(
+        self, items: Iterable[Mapping[str, Any]], window: int, batch_size: int, *, no_merge: bool, keep_secrets: bool
+    ) -> list[AddResult]:
+        """:meth:`add_many`'s work, ``window`` items at a time."""
+        from engram_cli.memory import remember
+
         writer: remember.Writer | None = None
         results: list[AddResult] = []
         offset = 0
-        # Whole batches per window, so that a bad item stops the writing where it always did.
-        window = batch_size * max(1, EMBED_WINDOW // batch_size)
         for group in remember.chunked(items, window):
             prepared: list[remember.NewMemory] = []
             error: InvalidInput | None = None
@@ -659,11 +666,12 @@ class Engram:
         self.store.require_writable()
         model_id, embed, dim = self._writing_model()
         known = {m.id: m.dim for m in available_models()}
-        return transfer.import_lines(
-            self.store, lines, active_model=model_id, dim=dim, embed=embed, known_models=known,
-            namespace=self.scope.default, agent=self.settings.agent, atomic=atomic,
-            contact=self.settings.redact.contact_details, embedder=self._passage_embedder,
-        )  # fmt: skip
+        with self.store.bulk():
+            return transfer.import_lines(
+                self.store, lines, active_model=model_id, dim=dim, embed=embed, known_models=known,
+                namespace=self.scope.default, agent=self.settings.agent, atomic=atomic,
+                contact=self.settings.redact.contact_details, embedder=self._passage_embedder,
+            )  # fmt: skip
 
     def reembed(
         self, model_id: str, *, batch: int = 64, limit: int | None = None, progress: Any = None
@@ -675,7 +683,8 @@ class Engram:
         load_manifest(model_id)  # unknown ids fail here, with the list of bundled models
         self.store.require_writable()
         embed, dim = self._passage_embedder(model_id)
-        return reembedmod.run(self.store, model_id, dim, embed, batch=batch, limit=limit, progress=progress)
+        with self.store.bulk():
+            return reembedmod.run(self.store, model_id, dim, embed, batch=batch, limit=limit, progress=progress)
 
     def list(
         self,
@@ -895,7 +904,7 @@ class Engram:
             return checked()
         self.store.require_writable()
         # A hook and cron may start ingests at the same moment: one does the work, the other leaves.
-        with exclusive(self.path, "ingest"):
+        with exclusive(self.path, "ingest"), self.store.bulk():
             return checked()
 
     def ingest_sources(self) -> builtins.list[dict[str, Any]]:
