@@ -57,6 +57,12 @@ EMBED_WINDOW = 1024
 DEFAULT_MERGE_THRESHOLD = 0.92
 
 
+# Passages per model call when writing. Sorted by length, batches of 8 took as long as batches of 32
+# (the benchmark's ingest texts: 4.50 s against 4.46 s, median of 5; 600 synthetic memories: 9.73 s
+# against 9.56 s), and an ingest of the benchmark's 5.3 MB of logs peaked at 220 MB instead of 364 MB.
+PASSAGE_BATCH = 8
+
+
 def _passages(model_id: str, cache: VectorCache | None = None) -> tuple[remember.EmbedFn, int]:
     """A function embedding passages with a bundled model (through ``cache`` when given), and its dimension."""
     import numpy as np
@@ -71,7 +77,7 @@ def _passages(model_id: str, cache: VectorCache | None = None) -> tuple[remember
         embedder = CachedEmbedder(embedder, load_manifest(model_id), cache)
 
     def embed(texts: Sequence[str]) -> np.ndarray:
-        return np.asarray(embedder.embed_batch(list(texts), kind="passage"), dtype=np.float32)
+        return np.asarray(embedder.embed_batch(list(texts), kind="passage", batch_size=PASSAGE_BATCH), dtype=np.float32)
 
     return embed, int(embedder.dim)
 
