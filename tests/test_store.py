@@ -313,6 +313,14 @@ def test_nested_bulk_leaves_the_outer_run_in_charge(scratch_store: Store) -> Non
     assert _sizes(db)[0] > before + 1600
 
 
+def test_a_connection_closed_during_a_bulk_run_leaves_the_run_s_own_error(tmp_path: Path) -> None:
+    store = connect(tmp_path / "e.db")
+    with pytest.raises(RuntimeError, match="the run's own"), store.bulk():
+        _write_pages(store, 2, 10)
+        store.close()
+        raise RuntimeError("the run's own")
+
+
 def test_bulk_on_a_read_only_store_changes_nothing(tmp_path: Path) -> None:
     db = tmp_path / "e.db"
     connect(db).close()

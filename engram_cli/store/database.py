@@ -273,10 +273,13 @@ class Database:
             yield
         finally:
             self._bulk = False
-            self.conn.set_wal_hook(None)
-            self.conn.wal_autocheckpoint(DEFAULT_CHECKPOINT_PAGES)
-            if pages >= DEFAULT_CHECKPOINT_PAGES and self.conn.getautocommit():
-                self._checkpoint("main")
+            # Closed meanwhile (from another thread, at shutdown): nothing to restore, and the error that
+            # ended the run is the one to report.
+            with contextlib.suppress(apsw.ConnectionClosedError):
+                self.conn.set_wal_hook(None)
+                self.conn.wal_autocheckpoint(DEFAULT_CHECKPOINT_PAGES)
+                if pages >= DEFAULT_CHECKPOINT_PAGES and self.conn.getautocommit():
+                    self._checkpoint("main")
 
     def _checkpoint(self, name: str) -> None:
         """Copy what it can of the log into the file without waiting for readers (as SQLite's own does)."""
