@@ -57,13 +57,6 @@ EMBED_WINDOW = 1024
 DEFAULT_MERGE_THRESHOLD = 0.92
 
 
-# Passages per model call when writing. Sorted by length, batches of 8 took as long as batches of 32 in one
-# call (the benchmark's ingest texts: 4.50 s against 4.46 s, median of 5; 600 synthetic memories: 9.73 s against
-# 9.56 s); whole ingests of the benchmark's 5.3 MB of logs took 4.9 s against 5.7 s (median of 3, twice each, in
-# turn), and add_many of 992 memories ran at 0.95x and 0.90x the embedder against 1.00x and 0.92x.
-PASSAGE_BATCH = 8
-
-
 def _passages(model_id: str, cache: VectorCache | None = None) -> tuple[remember.EmbedFn, int]:
     """A function embedding passages with a bundled model (through ``cache`` when given), and its dimension."""
     import numpy as np
@@ -78,7 +71,7 @@ def _passages(model_id: str, cache: VectorCache | None = None) -> tuple[remember
         embedder = CachedEmbedder(embedder, load_manifest(model_id), cache)
 
     def embed(texts: Sequence[str]) -> np.ndarray:
-        return np.asarray(embedder.embed_batch(list(texts), kind="passage", batch_size=PASSAGE_BATCH), dtype=np.float32)
+        return np.asarray(embedder.embed_batch(list(texts), kind="passage"), dtype=np.float32)
 
     return embed, int(embedder.dim)
 
