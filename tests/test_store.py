@@ -268,6 +268,22 @@ def test_bulk_copies_the_log_in_long_stretches_then_once_at_its_end(scratch_stor
     assert _sizes(db)[1] < 2600
 
 
+def test_bulk_holds_a_larger_page_cache_then_gives_it_back(scratch_store: Store) -> None:
+    from engram_cli.store.database import BULK_CACHE_KIB
+
+    store = scratch_store
+    before = store.scalar("PRAGMA cache_size")
+    with store.bulk():
+        assert store.scalar("PRAGMA cache_size") == -BULK_CACHE_KIB
+    assert store.scalar("PRAGMA cache_size") == before
+    # A cache already larger (set in pages here) is left as it is.
+    pages = 4 * BULK_CACHE_KIB * 1024 // store.scalar("PRAGMA page_size")
+    store.execute(f"PRAGMA cache_size = {pages}")
+    with store.bulk():
+        assert store.scalar("PRAGMA cache_size") == pages
+    assert store.scalar("PRAGMA cache_size") == pages
+
+
 def test_bulk_still_copies_once_the_log_reaches_its_own_limit(
     scratch_store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
