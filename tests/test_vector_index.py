@@ -500,6 +500,42 @@ def test_audit_reports_and_repairs_a_stale_index(engram: Engram, tmp_path: Path)
     assert engram.audit().check("vector_index").count == 0
 
 
+def test_check_of_a_file_this_process_built_compares_it_with_that_read(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engram_cli.store import vector_index
+
+    store = _open(db_path, tmp_path / "cache")
+    try:
+        _fill(store, 300)
+        store.vectors.knn(MODEL, _queries(1)[0], 5)  # read whole, then written to the file
+        index = store.vectors.index(MODEL)
+        assert index is not None and index.file is not None and index.saved
+        read_all = vector_index.VectorIndex._read_all
+        reads: list[int] = []
+
+        def counted(self: Any, **kwargs: Any) -> Any:
+            reads.append(1)
+            return read_all(self, **kwargs)
+
+        monkeypatch.setattr(vector_index.VectorIndex, "_read_all", counted)
+        with store.write():  # a change since: left out of the comparison, as always
+            store.vectors.set_status(MODEL, 1, "archived")
+        assert index.check() is None
+        assert reads == []
+        # The file rewritten behind the index's back (another version of it): the table is read again.
+        loaded = Base.load(index.file)
+        assert loaded is not None
+        base, identity = loaded
+        arrays = {name: np.array(a) for name, a in base.a.items()}
+        arrays["matrix"][3] *= -1
+        Base(arrays, base.vocab, base.dim).save(index.file, identity)
+        assert index.check() == "a vector differs from the table"
+        assert reads == [1]
+    finally:
+        store.close()
+
+
 def test_purge_and_reembed_keep_the_index_exact(db_path: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     store = _open(db_path, cache)

@@ -484,6 +484,10 @@ class VectorIndex:
         self.dead: np.ndarray | None = None  # base rows overridden by the overlay or gone
         self._ov: dict[str, Any] | None = None  # the overlay as arrays, made when searched
         self._storage: bool | None = None  # whether the storage tables read as expected (None: not tried)
+        # The base was read whole from the table by this process (not loaded, not folded since) ...
+        self._read_whole = False
+        # ... and was written to the file, which had this version then: (device, inode, size, mtime) and seq.
+        self._written_whole: tuple[tuple[int, int, int, int], int] | None = None
 
     # -- keeping up with the database ------------------------------------------------------
 
@@ -529,6 +533,8 @@ class VectorIndex:
         self.changes.clear()
         self.dead = None
         self._ov = None
+        self._read_whole = False
+        self._written_whole = None
 
     def _identity(self) -> dict[str, Any]:
         try:
@@ -565,6 +571,7 @@ class VectorIndex:
         self.base_seq = self.known_from = self.seq
         self.base = self._read_all()
         self.saved = False
+        self._read_whole = True
 
     def _head(self) -> tuple[int, int | None]:
         row = self.store.one(f"SELECT seq, token FROM {LOG_TABLE} ORDER BY seq DESC LIMIT 1")
@@ -690,6 +697,8 @@ class VectorIndex:
         self.base = self.base.merged(keep, self.overlay)
         self.base_seq = self.seq
         self.saved = False
+        self._read_whole = False
+        self._written_whole = None
         self.overlay.clear()
         self.gone.clear()
         if len(self.changes) > CHANGES_KEEP:
@@ -726,11 +735,18 @@ class VectorIndex:
             self._writable = False
             return
         self.saved = True
+        if self._read_whole:
+            with contextlib.suppress(OSError):
+                st = os.stat(self.file)
+                self._written_whole = ((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns), self.base_seq)
 
     def check(self) -> str | None:
         """Why the file does not hold exactly what the vec0 table holds (None when it does, or there is no file).
 
-        Compares every row: pks, filter columns and vectors, after the changes the log lists since.
+        Compares every row: pks, filter columns and vectors, after the changes the log lists since. When
+        this process wrote the file from a whole read of the table and nothing has rewritten it since (an
+        audit of a copied database builds the index, then checks it), the rows of that read are compared
+        with the file instead of reading the table a second time.
         """
         if self.file is None or not self.file.exists():
             return None
@@ -746,7 +762,7 @@ class VectorIndex:
                 return "older than the change log"
             changed = {int(pk) for (pk,) in self.store.rows(
                 f"SELECT memory_pk FROM {LOG_TABLE} WHERE seq > ? AND model_id = ?", (seq, self.model_id))}  # fmt: skip
-            truth = self._read_all(searchable=False)
+            truth = self._whole_read_of(seq) or self._read_all(searchable=False)
         mine, theirs = _by_pk(base, changed), _by_pk(truth, changed)
         if not np.array_equal(base.a["pks"][mine], truth.a["pks"][theirs]):
             return "its rows are not the table's rows"
@@ -759,6 +775,19 @@ class VectorIndex:
             if not np.array_equal(base.a["matrix"][mine[lo : lo + BLOCK]], truth.a["matrix"][theirs[lo : lo + BLOCK]]):
                 return "a vector differs from the table"
         return None
+
+    def _whole_read_of(self, seq: int) -> Base | None:
+        """The base this process read whole from the table and wrote to the file, when the file is still that
+        one and holds that read (at ``seq``); else None."""
+        if self._written_whole is None or self.file is None:
+            return None
+        try:
+            st = os.stat(self.file)
+        except OSError:
+            return None
+        if ((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns), seq) != self._written_whole:
+            return None
+        return self.base
 
     def rebuild(self) -> None:
         """Read the table again and rewrite the file (when there is one)."""
