@@ -178,6 +178,24 @@ def test_recall_fills_from_evidence_when_memories_are_few_and_not_when_told_not_
         ingested.recall(query, all_namespaces=True, type="semantic", evidence=True)
 
 
+def test_a_recall_that_fills_from_evidence_embeds_its_query_once(
+    ingested: Engram, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = ingested._embedder(ingested.active_model)
+    embed = type(embedder).embed_batch
+    queries: list[str] = []
+
+    def counted(self: Any, texts: Any, **kwargs: Any) -> Any:
+        if kwargs.get("kind") == "query":
+            queries.extend(texts)
+        return embed(self, texts, **kwargs)
+
+    monkeypatch.setattr(type(embedder), "embed_batch", counted)
+    hits = ingested.recall("staging proxy port 7311", k=10, all_namespaces=True, bump=False)
+    assert hits.evidence  # both the memories and the turns were searched
+    assert queries == ["staging proxy port 7311"]
+
+
 def test_a_weak_memory_gives_its_place_to_evidence_and_is_not_counted(ingested: Engram, cli: Any) -> None:
     query = "staging proxy port 7311"
     every = ingested.recall(query, k=10, all_namespaces=True, bump=False, evidence=False, min_relevance=0)

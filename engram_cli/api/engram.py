@@ -516,8 +516,14 @@ class Engram:
         if min_relevance is not None:
             settings = replace(settings, min_relevance=min_relevance)
 
+        embedded: dict[tuple[str, str], np.ndarray] = {}
+
         def embed_query(model_id: str, text: str) -> np.ndarray:
-            return np.asarray(self._embedder(model_id).embed_batch([text], kind="query")[0], dtype=np.float32)
+            # The memories and the evidence are searched with the same query: it is embedded once.
+            if (model_id, text) not in embedded:
+                vector = self._embedder(model_id).embed_batch([text], kind="query")[0]
+                embedded[model_id, text] = np.asarray(vector, dtype=np.float32)
+            return embedded[model_id, text]
 
         wanted = k if k is not None else self.settings.recall.k
         fill = evidence is not False and (evidence or self.settings.evidence.fill)
