@@ -477,6 +477,16 @@ def _all() -> Any:
     return Filter()
 
 
+def _flip_a_vector(file: Path, row: int) -> None:
+    """Rewrite the index file with the vector of ``row`` negated, as something other than the index might."""
+    loaded = Base.load(file)
+    assert loaded is not None
+    base, identity = loaded
+    arrays = {name: np.array(a) for name, a in base.a.items()}
+    arrays["matrix"][row] *= -1
+    Base(arrays, base.vocab, base.dim).save(file, identity)
+
+
 def test_audit_reports_and_repairs_a_stale_index(engram: Engram, tmp_path: Path) -> None:
     engram.add_many([{"content": f"The service number {i} listens on port {8000 + i}"} for i in range(5)])
     engram.recall("which port")
@@ -486,13 +496,7 @@ def test_audit_reports_and_repairs_a_stale_index(engram: Engram, tmp_path: Path)
     index.rebuild()  # the file now holds the five rows, not only the changes since it was first written
     report = engram.audit()
     assert report.check("vector_index").count == 0
-    # Bytes of a vector changed behind the index's back.
-    loaded = Base.load(index.file)
-    assert loaded is not None
-    base, identity = loaded
-    arrays = {name: np.array(a) for name, a in base.a.items()}
-    arrays["matrix"][0] *= -1
-    Base(arrays, base.vocab, base.dim).save(index.file, identity)
+    _flip_a_vector(index.file, 0)  # bytes of a vector changed behind the index's back
     index.reset()
     assert engram.audit().check("vector_index").count == 1
     fixed = engram.audit(fix=True)
@@ -524,12 +528,7 @@ def test_check_of_a_file_this_process_built_compares_it_with_that_read(
         assert index.check() is None
         assert reads == []
         # The file rewritten behind the index's back (another version of it): the table is read again.
-        loaded = Base.load(index.file)
-        assert loaded is not None
-        base, identity = loaded
-        arrays = {name: np.array(a) for name, a in base.a.items()}
-        arrays["matrix"][3] *= -1
-        Base(arrays, base.vocab, base.dim).save(index.file, identity)
+        _flip_a_vector(index.file, 3)
         assert index.check() == "a vector differs from the table"
         assert reads == [1]
     finally:
